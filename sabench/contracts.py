@@ -1,0 +1,120 @@
+"""The data contracts shared by every stage (see ARCHITECTURE.md, "Data contracts").
+
+Column names here are relied upon by users' scripts: change them only on purpose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+DIMENSIONS = ("D1", "D2", "D3", "D4")
+DIMENSION_NAMES = {
+    "D1": "numerical values",
+    "D2": "formulas and algorithms",
+    "D3": "experimental protocol",
+    "D4": "pipeline order",
+}
+
+VERDICTS = ("aligned", "partial", "drifted", "missing", "placeholder", "error")
+FAILURE_MODES = (
+    "implementation_mismatch",
+    "placeholder",
+    "omission",
+    "cited_work_confusion",
+    "external_knowledge_gap",
+)
+#: Verdicts whose score is fixed; ``partial`` keeps the judge's own score, ``error`` is excluded.
+VERDICT_SCORES = {"aligned": 1.0, "drifted": 0.0, "missing": 0.0, "placeholder": 0.0}
+
+EXECUTION_STATUSES = (
+    "ok",
+    "failed",
+    "timeout",
+    "oom",
+    "output_limit",
+    "no_reproduce_script",
+    "sandbox_error",
+)
+AGENT_STATUSES = ("replayed", "empty", "missing_source", "submitted", "limit", "error")
+
+SAU_COLUMNS = (
+    "paper",
+    "sau_id",
+    "dimension",
+    "claim",
+    "source",
+    "weight",
+    "origin",
+    "category",
+    "parent",
+    "grounded",
+    "check",
+    "expected",
+)
+
+JUDGMENT_COLUMNS = (
+    "agent",
+    "paper",
+    "seed",
+    "sau_id",
+    "dimension",
+    "judge",
+    "score",
+    "verdict",
+    "failure_mode",
+    "evidence",
+    "reasoning",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cached",
+    "latency_s",
+    "judge_fingerprint",
+    "sau_set_hash",
+    "submission_hash",
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A span of a file in the submission (1-based, inclusive lines)."""
+
+    file: str
+    start: int
+    end: int
+
+
+@dataclass
+class Judgment:
+    """One judge's verdict on one SAU of one run."""
+
+    sau_id: str
+    dimension: str
+    verdict: str
+    score: float | None
+    failure_mode: str | None = None
+    evidence: list[Evidence] = field(default_factory=list)
+    reasoning: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cached: bool = False
+    latency_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}")
+        if self.failure_mode is not None and self.failure_mode not in FAILURE_MODES:
+            raise ValueError(f"unknown failure mode {self.failure_mode!r}")
+        if self.verdict in VERDICT_SCORES:
+            self.score = VERDICT_SCORES[self.verdict]
+        elif self.verdict == "error":
+            self.score = None
+        elif self.score is None or not 0.0 < self.score < 1.0:
+            raise ValueError(f"a partial verdict needs a score in (0, 1), got {self.score!r}")
+
+    def row(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["evidence"] = [asdict(e) for e in self.evidence]
+        return data
