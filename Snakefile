@@ -1,0 +1,20 @@
+# sabench: semantic drift in LLM paper reproduction.
+# papers -> SAUs -> agents reproduce -> sandboxed execution -> judges -> tables and report.
+
+
+configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/ingest.smk"
+include: "rules/saus.smk"
+include: "rules/reproduce.smk"
+include: "rules/execute.smk"
+include: "rules/judge.smk"
+include: "rules/aggregate.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,103 @@
+"""Run one judge over every SAU of one run and write its rows (one Parquet file per judge and run)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sabench.contracts import JUDGMENT_COLUMNS, Judgment
+from sabench.io import read_json, read_parquet_metadata, write_parquet
+
+
+def _load_saus(path: Path) -> tuple[list[dict[str, Any]], str]:
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    frame = frame.astype(object).where(frame.notna(), None)
+    return frame.to_dict("records"), read_parquet_metadata(path).get("sau_set_hash", "")
+
+
+def run_judge(name: str, settings: dict[str, Any], submission: Path, saus: list[dict[str, Any]],
+              execution: dict[str, Any] | None) -> list[Judgment]:
+    if name == "static":
+        from sabench.judges.static import judge_static
+
+        return judge_static(submission, saus, execution)
+    raise ValueError(f"judge {name!r} is not implemented")
+
+
+def judge_run(
+    name: str,
+    settings: dict[str, Any],
+    fingerprint: str,
+    submission: Path,
+    execution_path: Path,
+    agent_path: Path,
+    saus_path: Path,
+    out: Path,
+) -> list[dict[str, Any]]:
+    """Judge one run and write ``out``; rows carry the provenance the aggregation checks."""
+    import pandas as pd
+
+    agent = read_json(agent_path)
+    execution = read_json(execution_path) if execution_path.is_file() else None
+    saus, sau_hash = _load_saus(saus_path)
+    t0 = time.monotonic()
+    judgments = run_judge(name, settings, submission, saus, execution)
+    elapsed = time.monotonic() - t0
+    rows = []
+    for j in judgments:
+        row = j.row()
+        if not row["latency_s"]:
+            row["latency_s"] = elapsed / max(len(judgments), 1)
+        row.update(
+            agent=agent["agent"],
+            paper=agent["paper"],
+            seed=str(agent["seed"]),
+            judge=name,
+            judge_fingerprint=fingerprint,
+            sau_set_hash=sau_hash,
+            submission_hash=agent.get("submission_hash", ""),
+        )
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(JUDGMENT_COLUMNS))
+    frame["score"] = frame["score"].astype(float)
+    frame["seed"] = frame["seed"].astype(str)
+    write_parquet(out, frame, judge=name, judge_fingerprint=fingerprint, sau_set_hash=sau_hash)
+    return rows
+
+
+def merge_judgments(inputs: list[Path], out: Path) -> int:
+    """Concatenate the per-judge tables of one run."""
+    import pandas as pd
+
+    frames = [pd.read_parquet(p) for p in inputs]
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(JUDGMENT_COLUMNS))
+    write_parquet(out, frame)
+    return len(frame)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Judge one run folder with one judge.")
+    parser.add_argument("run_dir", type=Path, help="results/runs/<agent>/<paper>/<seed>")
+    parser.add_argument("--saus", type=Path, required=True, help="the paper's saus.parquet")
+    parser.add_argument("--judge", default="static")
+    parser.add_argument("--out", type=Path, help="default: <run_dir>/judge/<judge>.parquet")
+    args = parser.parse_args(argv)
+    out = args.out or args.run_dir / "judge" / f"{args.judge}.parquet"
+    rows = judge_run(
+        args.judge, {}, "standalone", args.run_dir / "submission",
+        args.run_dir / "execution.json", args.run_dir / "agent.json", args.saus, out,
+    )
+    for row in rows:
+        print(f"{row['sau_id']:<28} {row['verdict']:<12} {row['score']!s:<5} {row['reasoning'][:90]}")
+    print(json.dumps({"judgments": len(rows), "out": str(out)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""Snakemake script of rule report; standalone: python -m sabench.report --tables DIR --out DIR."""
+
+import sys
+from pathlib import Path
+
+from sabench import report
+from sabench.steps import step
+
+if "snakemake" not in globals():
+    sys.exit(report.main())
+
+sm = snakemake  # noqa: F821
+with step(sm.log[0], "report") as log:
+    import pandas as pd
+
+    tables = {Path(p).stem: pd.read_parquet(p) for p in sm.input}
+    written = report.make_report(tables, Path(sm.output.index).parent)
+    log.info("report: %s", ", ".join(str(p) for p in written))

@@ -1,0 +1,113 @@
+"""Config validation and the grid: every user mistake is one line naming the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sabench.errors import UserError
+from sabench.grid import judge_fingerprint, judge_slug, load_settings
+
+AGENTS = """
+ref:
+  kind: replay
+  path: subs/{paper}
+seeded:
+  kind: replay
+  path: subs/{paper}/{seed}
+"null":
+  kind: "null"
+"""
+
+
+def _workdir(tmp_path: Path, agents: str = AGENTS, papers: tuple[str, ...] = ("p1", "p2")) -> Path:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "agents.yaml").write_text(agents)
+    for paper in papers:
+        folder = tmp_path / "resources" / "papers" / paper
+        folder.mkdir(parents=True)
+        (folder / "paper.md").write_text("# P\n")
+        (folder / "saus.yaml").write_text("saus: []\n")
+    return tmp_path
+
+
+def test_grid_and_defaults(tmp_path: Path) -> None:
+    settings = load_settings({"seeds": [0, 1]}, _workdir(tmp_path))
+    assert settings.papers == ["p1", "p2"]
+    assert settings.config["runtime"]["backend"] == "auto"
+    assert settings.config["results"] == "results"
+    runs = settings.runs
+    assert ("ref", "p1", "0") in runs and ("ref", "p1", "1") not in runs
+    assert ("seeded", "p2", "1") in runs and ("null", "p2", "0") in runs
+    assert len(runs) == 2 * (1 + 2 + 1)
+
+
+def test_selecting_papers_and_agents(tmp_path: Path) -> None:
+    settings = load_settings({"papers": "p2", "agents": ["ref"]}, _workdir(tmp_path))
+    assert settings.runs == [("ref", "p2", "0")]
+
+
+@pytest.mark.parametrize(
+    ("config", "field", "message"),
+    [
+        ({"papers": "../etc"}, "papers", "not a valid id"),
+        ({"papers": "a/b"}, "papers", "not a valid id"),
+        ({"papers": "p3"}, "papers", "paper folder not found"),
+        ({"agents": "nobody"}, "agents", "not defined"),
+        ({"judges": ["oracle"]}, "judges[0]", "does not match"),
+        ({"runtime": {"backend": "vm"}}, "runtime.backend", "is not one of"),
+        ({"seeds": [-1]}, "seeds[0]", "less than the minimum"),
+        ({"typo_key": 1}, "(top level)", "Additional properties"),
+    ],
+)
+def test_config_errors(tmp_path: Path, config: dict, field: str, message: str) -> None:
+    with pytest.raises(UserError) as info:
+        load_settings(config, _workdir(tmp_path), config_path="config/config.yaml")
+    text = str(info.value)
+    assert field in text and message in text and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("agents", "field", "message"),
+    [
+        ("a:\n  kind: teleport\n", "a.kind", "is not one of"),
+        ("a:\n  kind: replay\n  path: subs/x\n", "a.path", "{paper}"),
+        ("a:\n  kind: replay\n", "a.path", "{paper}"),
+        ("null:\n  kind: 'null'\n", "null", "must be quoted"),
+        ("a:\n  kind: basic\n  model: gpt-4o\n", "a.kind", "not available in this version"),
+        ("a:\n  kind: replay\n  path: x/{paper}\n  colour: red\n", "a", "Additional properties"),
+        ("a: [unclosed\n", None, "cannot parse"),
+    ],
+)
+def test_agents_errors(tmp_path: Path, agents: str, field: str | None, message: str) -> None:
+    with pytest.raises(UserError) as info:
+        load_settings({}, _workdir(tmp_path, agents=agents))
+    text = str(info.value)
+    assert "agents.yaml" in text and message in text
+    if field:
+        assert f": {field}:" in text
+
+
+def test_paper_folder_errors(tmp_path: Path) -> None:
+    work = _workdir(tmp_path)
+    (work / "resources" / "papers" / "p1" / "saus.yaml").unlink()
+    with pytest.raises(UserError, match=r"p1: no SAU file"):
+        load_settings({}, work)
+    (work / "resources" / "papers" / "p3").mkdir()
+    with pytest.raises(UserError, match=r"p3: no paper.md or paper.pdf"):
+        load_settings({"papers": "p3"}, work)
+
+
+def test_judge_fingerprint_follows_settings() -> None:
+    assert judge_fingerprint("static", {}) == judge_fingerprint("static", {})
+    assert judge_fingerprint("static", {}) != judge_fingerprint("static", {"x": 1})
+    assert judge_slug("llm:openai/gpt-4o") == "llm-openai_gpt-4o"
+
+
+def test_shipped_config_is_valid(repo: Path) -> None:
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    settings = load_settings(config, repo)
+    assert {"reference", "drifted", "null"} <= set(settings.agents)
+    assert len(settings.papers) >= 2

@@ -1,0 +1,148 @@
+"""SAU import: our curated YAML, SA-Bench's sau.json, PaperBench's rubric.json, grounding, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sabench.errors import UserError
+from sabench.io import read_parquet_metadata
+from sabench.saus import (
+    build_saus,
+    import_paper_saus,
+    import_rubric,
+    import_sabench,
+    is_grounded,
+    sau_set_hash,
+)
+
+PAPER_TEXT = (
+    "# Ridge\n\n## 3 Experimental setup\nWe train with a learning rate of 0.05 for 200 epochs. "
+    "The baseline is the mean predictor and the metric is RMSE.\n"
+)
+CURATED = """
+paper: ridge
+saus:
+  - id: r-D1-001
+    dimension: D1
+    claim: "Gradient descent uses a learning rate of 0.05."
+    source: "We train with a learning rate of 0.05 for 200 epochs."
+  - id: r-D3-001
+    dimension: D3
+    claim: "The `mean_predictor` baseline is compared."
+    source: "3 Experimental setup"
+    weight: 2
+    expected: {metric: rmse, value: 0.5, tolerance: "5%"}
+"""
+
+
+def _paper(tmp_path: Path, name: str = "ridge", **files: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    for fname, content in files.items():
+        (folder / fname.replace("_", ".", 1) if "_" in fname else folder / fname).write_text(content)
+    return folder
+
+
+def test_curated_yaml_roundtrip(tmp_path: Path) -> None:
+    folder = tmp_path / "ridge"
+    folder.mkdir()
+    (folder / "saus.yaml").write_text(CURATED)
+    (tmp_path / "paper.md").write_text(PAPER_TEXT)
+    rows = build_saus(folder, tmp_path / "paper.md", tmp_path / "saus.parquet")
+    frame = pd.read_parquet(tmp_path / "saus.parquet")
+    assert list(frame["sau_id"]) == ["r-D1-001", "r-D3-001"]
+    assert list(frame["weight"]) == [1.0, 2.0]
+    assert set(frame["origin"]) == {"curated"}
+    assert bool(frame["grounded"].iloc[0]) is True
+    assert json.loads(frame["expected"].iloc[1])["tolerance"] == "5%"
+    meta = read_parquet_metadata(tmp_path / "saus.parquet")
+    assert meta["sau_set_hash"] == sau_set_hash(rows) and meta["schema_version"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("mutation", "field", "message"),
+    [
+        (lambda s: s.replace("dimension: D1", "dimension: D7"), "saus[0].dimension", "is not one of"),
+        (lambda s: s.replace('    claim: "Gradient descent uses a learning rate of 0.05."\n', ""),
+         "saus[0]", "'claim' is a required property"),
+        (lambda s: s.replace("r-D3-001", "r-D1-001"), "id", "duplicate SAU id 'r-D1-001'"),
+        (lambda s: s.replace("paper: ridge", "paper: other"), "paper", "the folder is 'ridge'"),
+        (lambda s: s.replace('value: 0.5', 'value: "half"'), "saus[1].expected", "is not valid"),
+        (lambda s: s.replace('tolerance: "5%"', 'tolerance: "five"'), "saus[1].expected", "is not valid"),
+        (lambda s: s + "  - [not, a, mapping\n", None, "cannot parse"),
+    ],
+)
+def test_curated_errors_name_file_and_field(
+    tmp_path: Path, mutation, field: str | None, message: str
+) -> None:
+    folder = tmp_path / "ridge"
+    folder.mkdir()
+    (folder / "saus.yaml").write_text(mutation(CURATED))
+    with pytest.raises(UserError) as info:
+        import_paper_saus(folder)
+    text = str(info.value)
+    assert str(folder / "saus.yaml") in text or str(folder) in text
+    if field:
+        assert field in text
+    assert message in text
+    assert "\n" not in text
+
+
+def test_sau_id_error_names_the_sau(tmp_path: Path) -> None:
+    folder = tmp_path / "ridge"
+    folder.mkdir()
+    (folder / "saus.yaml").write_text(CURATED.replace("dimension: D1", "dimension: D9"))
+    with pytest.raises(UserError, match=r"SAU r-D1-001"):
+        import_paper_saus(folder)
+
+
+def test_missing_sau_file(tmp_path: Path) -> None:
+    (tmp_path / "p").mkdir()
+    with pytest.raises(UserError, match="no SAU file"):
+        import_paper_saus(tmp_path / "p")
+
+
+def test_sabench_shape_and_unknown_dimension(tmp_path: Path) -> None:
+    path = tmp_path / "sau.json"
+    path.write_text(json.dumps({"paper_id": "x", "D1": [{"id": "a", "claim": "lr 0.1", "source": "S3"}],
+                                "D5": []}))
+    with pytest.raises(UserError, match="D5: unknown dimension"):
+        import_sabench(path, "x")
+    path.write_text(json.dumps({"D2": [{"id": "a", "claim": ""}]}))
+    with pytest.raises(UserError, match=r"D2\[0\]\.claim: missing or empty"):
+        import_sabench(path, "x")
+
+
+def test_grounding() -> None:
+    assert is_grounded("anything", "learning rate of 0.05 for 200 epochs", PAPER_TEXT)
+    assert is_grounded("The learning rate is 0.05 and training lasts 200 epochs", "Sec 3", PAPER_TEXT)
+    assert not is_grounded("The learning rate is 0.5", "Sec 3", PAPER_TEXT)
+    assert not is_grounded("Transformers with rotary embeddings", "Appendix", PAPER_TEXT)
+
+
+@pytest.mark.shared
+def test_all_sabench_saus_import(sabench_data: Path) -> None:
+    total = 0
+    for path in sorted((sabench_data / "saus").glob("*.json")):
+        rows = import_sabench(path, path.stem)
+        assert {r["dimension"] for r in rows} <= {"D1", "D2", "D3", "D4"}
+        assert len({r["sau_id"] for r in rows}) == len(rows)
+        total += len(rows)
+    assert total >= 1000
+
+
+@pytest.mark.shared
+def test_all_paperbench_rubrics_import(paperbench_data: Path) -> None:
+    split = [p for p in sorted((paperbench_data / "rubrics").iterdir()) if (p / "rubric.json").is_file()]
+    counts = {p.name: len(import_rubric(p / "rubric.json", p.name)) for p in split}
+    assert len(counts) == 23
+    assert sum(counts.values()) == 8921  # all 23 rubrics; the official 20-paper split holds 8,316
+    rows = import_rubric(paperbench_data / "rubrics" / "pinn" / "rubric.json", "pinn")
+    leaf = rows[0]
+    assert leaf["parent"].count("/") == len(leaf["parent_weights"]) - 1
+    assert leaf["category"].startswith(("Code Development", "Code Execution", "Result Analysis"))
+    assert all(r["weight"] > 0 for r in rows)
