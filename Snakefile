@@ -15,6 +15,6 @@ include: "rules/aggregate.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True

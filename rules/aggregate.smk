@@ -11,11 +11,11 @@ rule aggregate:
         summary=R + "/tables/summary.md",
     log:
         R + "/logs/aggregate.log",
+    localrule: True
     params:
         results=R,
         runs=SETTINGS.runs,
         papers=SETTINGS.papers,
-    localrule: True
     script:
         "../scripts/aggregate.py"
 
@@ -36,8 +36,8 @@ rule report:
         index=R + "/report/index.html",
     log:
         R + "/logs/report.log",
+    localrule: True
     params:
         tables=R + "/tables",
-    localrule: True
     script:
         "../scripts/report.py"

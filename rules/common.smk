@@ -12,7 +12,9 @@ from sabench.grid import (
 
 try:
     SETTINGS = load_settings(
-        config, Path(workflow.basedir), config_path="config (config/config.yaml + --config)"
+        config,
+        Path(workflow.basedir),
+        config_path="config (config/config.yaml + --config)",
     )
 except UserError as exc:
     sys.exit(f"error: {exc}")
@@ -47,7 +49,9 @@ wildcard_constraints:
 def paper_inputs(wildcards):
     """The paper text and the addendum the agent also reads."""
     folder = PAPERS_DIR / wildcards.paper
-    files = [folder / name for name in ("paper.md", "paper.pdf") if (folder / name).is_file()]
+    files = [
+        folder / name for name in ("paper.md", "paper.pdf") if (folder / name).is_file()
+    ]
     files = files[:1] or [folder / "paper.md"]
     for name in ("addendum.md", "blacklist.txt"):
         if (folder / name).is_file():
@@ -73,7 +77,11 @@ def agent_gpus(wildcards):
 def judge_params(wildcards):
     judge = JUDGE_BY_SLUG[wildcards.judge]
     settings = SETTINGS.config["judge_settings"].get(judge, {})
-    return {"name": judge, "settings": settings, "fingerprint": judge_fingerprint(judge, settings)}
+    return {
+        "name": judge,
+        "settings": settings,
+        "fingerprint": judge_fingerprint(judge, settings),
+    }
 
 
 def run_judgments(wildcards):

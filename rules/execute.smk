@@ -8,11 +8,11 @@ rule execute:
         record=RUN + "/execution.json",
     log:
         RUN + "/execution.log",
-    params:
-        runtime=SETTINGS.config["runtime"],
-        repo=workflow.basedir,
     resources:
         gpu=agent_gpus,
         runtime=lambda w: int(SETTINGS.config["runtime"]["time_limit_s"] // 60) + 5,
+    params:
+        runtime=SETTINGS.config["runtime"],
+        repo=workflow.basedir,
     script:
         "../scripts/execute.py"

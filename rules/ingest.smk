@@ -8,8 +8,8 @@ rule ingest:
         view=directory(R + "/papers/{paper}/agent_view"),
     log:
         R + "/logs/ingest/{paper}.log",
+    localrule: True
     params:
         paper_dir=lambda w: str(PAPERS_DIR / w.paper),
-    localrule: True
     script:
         "../scripts/ingest.py"

@@ -11,11 +11,11 @@ rule reproduce:
         record=RUN + "/agent.json",
     log:
         RUN + "/agent.log",
+    resources:
+        gpu=agent_gpus,
     params:
         agent=agent_settings,
         fingerprint=lambda w: agent_fingerprint(w.agent, SETTINGS.agents[w.agent]),
         repo=workflow.basedir,
-    resources:
-        gpu=agent_gpus,
     script:
         "../scripts/reproduce.py"

@@ -7,8 +7,8 @@ rule saus:
         R + "/papers/{paper}/saus.parquet",
     log:
         R + "/logs/saus/{paper}.log",
+    localrule: True
     params:
         paper_dir=lambda w: str(PAPERS_DIR / w.paper),
-    localrule: True
     script:
         "../scripts/saus.py"

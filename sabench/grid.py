@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from copy import deepcopy
 from dataclasses import dataclass, field
@@ -147,7 +146,9 @@ def load_agents(path: Path) -> dict[str, dict[str, Any]]:
                 f"(available: {', '.join(IMPLEMENTED_AGENT_KINDS)})",
             )
         if agent["kind"] == "replay" and "{paper}" not in agent.get("path", ""):
-            raise UserError(path, f"{name}.path", "a replay agent needs a path template with {paper}")
+            raise UserError(
+                path, f"{name}.path", "a replay agent needs a path template with {paper}"
+            )
     return data
 
 
@@ -168,13 +169,17 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
         wanted_agents = list(all_agents)
     for name in wanted_agents:
         if name not in all_agents:
-            raise UserError(config_path, "agents", f"agent {name!r} is not defined in {agents_path}")
+            raise UserError(
+                config_path, "agents", f"agent {name!r} is not defined in {agents_path}"
+            )
     papers_dir = workdir / config["papers_dir"]
     wanted_papers = _as_list(config["papers"])
     if wanted_papers is None:
         wanted_papers = discover_papers(papers_dir)
         if not wanted_papers:
-            raise UserError(papers_dir, "papers_dir", "no paper folders (with paper.md or paper.pdf)")
+            raise UserError(
+                papers_dir, "papers_dir", "no paper folders (with paper.md or paper.pdf)"
+            )
     for paper in wanted_papers:
         check_id(paper, config_path, "papers")
         check_paper_folder(papers_dir / paper)
@@ -224,6 +229,3 @@ def agent_fingerprint(name: str, agent: dict[str, Any]) -> str:
     """What an agent was given; a change reruns that agent and nothing else."""
     return fingerprint({"agent": name, **agent})
 
-
-def relative_to_cwd(path: str) -> str:
-    return os.path.relpath(path) if os.path.isabs(path) else path

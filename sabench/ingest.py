@@ -48,7 +48,9 @@ def read_markdown(path: Path) -> str:
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UserError(path, None, f"not UTF-8 text (byte {exc.start}); re-save it as UTF-8") from None
+        raise UserError(
+            path, None, f"not UTF-8 text (byte {exc.start}); re-save it as UTF-8"
+        ) from None
     except OSError as exc:
         raise UserError(path, None, f"cannot read: {exc.strerror}") from None
 
@@ -73,12 +75,7 @@ def read_pdf(path: Path) -> str:
         raise
     except (PdfReadError, ValueError, OSError, KeyError, TypeError) as exc:
         raise UserError(path, None, f"unreadable PDF ({type(exc).__name__}: {exc})") from None
-    lines = [
-        line
-        for page in pages
-        for line in page.splitlines()
-        if not _PAGE_NUMBER.match(line)
-    ]
+    lines = [line for page in pages for line in page.splitlines() if not _PAGE_NUMBER.match(line)]
     return "\n".join(lines)
 
 
@@ -163,10 +160,13 @@ def stage_agent_view(paper_dir: Path, text: str, agent_view: Path) -> None:
             if (paper_dir / sub).is_dir():
                 shutil.copytree(paper_dir / sub, tmp / sub)
         for item in paper_dir.iterdir():
-            if item.is_file() and item.suffix.lower() in ASSET_SUFFIXES and item.name not in JUDGE_ONLY:
-                if item.name != "blacklist.txt":
-                    (tmp / "assets").mkdir(exist_ok=True)
-                    shutil.copy2(item, tmp / "assets" / item.name)
+            if (
+                item.is_file()
+                and item.suffix.lower() in ASSET_SUFFIXES
+                and item.name not in JUDGE_ONLY | {"blacklist.txt"}
+            ):
+                (tmp / "assets").mkdir(exist_ok=True)
+                shutil.copy2(item, tmp / "assets" / item.name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"{meta['paper']}: {meta['title']} ({meta['n_chars']} chars, {len(meta['sections'])} sections)")
+    print(
+        f"{meta['paper']}: {meta['title']} ({meta['n_chars']} chars, {len(meta['sections'])} sections)"
+    )
     return 0
 
 

@@ -21,8 +21,13 @@ def _load_saus(path: Path) -> tuple[list[dict[str, Any]], str]:
     return frame.to_dict("records"), read_parquet_metadata(path).get("sau_set_hash", "")
 
 
-def run_judge(name: str, settings: dict[str, Any], submission: Path, saus: list[dict[str, Any]],
-              execution: dict[str, Any] | None) -> list[Judgment]:
+def run_judge(
+    name: str,
+    settings: dict[str, Any],
+    submission: Path,
+    saus: list[dict[str, Any]],
+    execution: dict[str, Any] | None,
+) -> list[Judgment]:
     if name == "static":
         from sabench.judges.static import judge_static
 
@@ -76,7 +81,11 @@ def merge_judgments(inputs: list[Path], out: Path) -> int:
     import pandas as pd
 
     frames = [pd.read_parquet(p) for p in inputs]
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(JUDGMENT_COLUMNS))
+    frame = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=list(JUDGMENT_COLUMNS))
+    )
     write_parquet(out, frame)
     return len(frame)
 
@@ -90,11 +99,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = args.out or args.run_dir / "judge" / f"{args.judge}.parquet"
     rows = judge_run(
-        args.judge, {}, "standalone", args.run_dir / "submission",
-        args.run_dir / "execution.json", args.run_dir / "agent.json", args.saus, out,
+        args.judge,
+        {},
+        "standalone",
+        args.run_dir / "submission",
+        args.run_dir / "execution.json",
+        args.run_dir / "agent.json",
+        args.saus,
+        out,
     )
     for row in rows:
-        print(f"{row['sau_id']:<28} {row['verdict']:<12} {row['score']!s:<5} {row['reasoning'][:90]}")
+        print(
+            f"{row['sau_id']:<28} {row['verdict']:<12} {row['score']!s:<5} {row['reasoning'][:90]}"
+        )
     print(json.dumps({"judgments": len(rows), "out": str(out)}))
     return 0
 

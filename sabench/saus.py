@@ -229,7 +229,11 @@ def import_paper_saus(paper_dir: Path) -> list[dict[str, Any]]:
     seen: dict[str, Path] = {}
     for row in rows:
         if row["sau_id"] in seen:
-            raise UserError(files[0] if len(files) == 1 else paper_dir, "id", f"duplicate SAU id {row['sau_id']!r}")
+            raise UserError(
+                files[0] if len(files) == 1 else paper_dir,
+                "id",
+                f"duplicate SAU id {row['sau_id']!r}",
+            )
         seen[row["sau_id"]] = paper_dir
     return rows
 
@@ -263,9 +267,7 @@ def ground(rows: list[dict[str, Any]], text: str | None) -> None:
     lowered = text.lower() if text else None
     for row in rows:
         row["grounded"] = (
-            None
-            if not text
-            else is_grounded(row["claim"], row["source"] or "", text, lowered)
+            None if not text else is_grounded(row["claim"], row["source"] or "", text, lowered)
         )
 
 

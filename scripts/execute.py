@@ -22,5 +22,12 @@ with step(None, "execute") as log:
         Path(sm.log[0]),
         settings,
     )
-    log.info("%s/%s/%s: %s in %.1fs (%s)", sm.wildcards.agent, sm.wildcards.paper, sm.wildcards.seed,
-             record["status"], record["wall_s"] or 0.0, record["backend"])
+    log.info(
+        "%s/%s/%s: %s in %.1fs (%s)",
+        sm.wildcards.agent,
+        sm.wildcards.paper,
+        sm.wildcards.seed,
+        record["status"],
+        record["wall_s"] or 0.0,
+        record["backend"],
+    )

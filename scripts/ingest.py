@@ -17,4 +17,10 @@ with step(snakemake.log[0], "ingest") as log:  # noqa: F821
         Path(out.meta),
         Path(out.view),
     )
-    log.info("%s: %r, %d chars, %d sections", meta["paper"], meta["title"], meta["n_chars"], len(meta["sections"]))
+    log.info(
+        "%s: %r, %d chars, %d sections",
+        meta["paper"],
+        meta["title"],
+        meta["n_chars"],
+        len(meta["sections"]),
+    )

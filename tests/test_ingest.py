@@ -59,7 +59,7 @@ def test_markdown_paper(tmp_path: Path) -> None:
 def test_pdf_paper(tmp_path: Path) -> None:
     paper = tmp_path / "pdfpaper"
     paper.mkdir()
-    _make_pdf(paper / "paper.pdf", BODY.replace("## ", "").replace("# ", "").split("\n") + ["3"])
+    _make_pdf(paper / "paper.pdf", [*BODY.replace("## ", "").replace("# ", "").split("\n"), "3"])
     meta = _ingest(paper, tmp_path / "out")
     assert meta["source_format"] == "pdf"
     assert meta["title"].startswith("A Tiny Paper on Ridge Regression")
@@ -76,7 +76,9 @@ def test_pdf_paper(tmp_path: Path) -> None:
         ("paper.pdf", b"%PDF-1.4 garbage" * 10, "unreadable PDF"),
     ],
 )
-def test_bad_papers_get_one_line_errors(tmp_path: Path, name: str, content: bytes, message: str) -> None:
+def test_bad_papers_get_one_line_errors(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
     paper = tmp_path / "bad"
     paper.mkdir()
     (paper / name).write_bytes(content)
@@ -105,11 +107,13 @@ def test_encrypted_pdf(tmp_path: Path) -> None:
 
 def test_folder_without_text(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    with pytest.raises(UserError, match="no paper.md or paper.pdf"):
+    with pytest.raises(UserError, match=r"no paper\.md or paper\.pdf"):
         _ingest(tmp_path / "empty", tmp_path / "out")
 
 
-def test_cli_reports_user_error_without_traceback(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_cli_reports_user_error_without_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     (tmp_path / "empty").mkdir()
     assert main([str(tmp_path / "empty"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err

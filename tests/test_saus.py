@@ -43,7 +43,9 @@ def _paper(tmp_path: Path, name: str = "ridge", **files: str) -> Path:
     folder = tmp_path / name
     folder.mkdir()
     for fname, content in files.items():
-        (folder / fname.replace("_", ".", 1) if "_" in fname else folder / fname).write_text(content)
+        (folder / fname.replace("_", ".", 1) if "_" in fname else folder / fname).write_text(
+            content
+        )
     return folder
 
 
@@ -66,13 +68,26 @@ def test_curated_yaml_roundtrip(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mutation", "field", "message"),
     [
-        (lambda s: s.replace("dimension: D1", "dimension: D7"), "saus[0].dimension", "is not one of"),
-        (lambda s: s.replace('    claim: "Gradient descent uses a learning rate of 0.05."\n', ""),
-         "saus[0]", "'claim' is a required property"),
+        (
+            lambda s: s.replace("dimension: D1", "dimension: D7"),
+            "saus[0].dimension",
+            "is not one of",
+        ),
+        (
+            lambda s: s.replace(
+                '    claim: "Gradient descent uses a learning rate of 0.05."\n', ""
+            ),
+            "saus[0]",
+            "'claim' is a required property",
+        ),
         (lambda s: s.replace("r-D3-001", "r-D1-001"), "id", "duplicate SAU id 'r-D1-001'"),
         (lambda s: s.replace("paper: ridge", "paper: other"), "paper", "the folder is 'ridge'"),
-        (lambda s: s.replace('value: 0.5', 'value: "half"'), "saus[1].expected", "is not valid"),
-        (lambda s: s.replace('tolerance: "5%"', 'tolerance: "five"'), "saus[1].expected", "is not valid"),
+        (lambda s: s.replace("value: 0.5", 'value: "half"'), "saus[1].expected", "is not valid"),
+        (
+            lambda s: s.replace('tolerance: "5%"', 'tolerance: "five"'),
+            "saus[1].expected",
+            "is not valid",
+        ),
         (lambda s: s + "  - [not, a, mapping\n", None, "cannot parse"),
     ],
 )
@@ -108,8 +123,11 @@ def test_missing_sau_file(tmp_path: Path) -> None:
 
 def test_sabench_shape_and_unknown_dimension(tmp_path: Path) -> None:
     path = tmp_path / "sau.json"
-    path.write_text(json.dumps({"paper_id": "x", "D1": [{"id": "a", "claim": "lr 0.1", "source": "S3"}],
-                                "D5": []}))
+    path.write_text(
+        json.dumps(
+            {"paper_id": "x", "D1": [{"id": "a", "claim": "lr 0.1", "source": "S3"}], "D5": []}
+        )
+    )
     with pytest.raises(UserError, match="D5: unknown dimension"):
         import_sabench(path, "x")
     path.write_text(json.dumps({"D2": [{"id": "a", "claim": ""}]}))
@@ -119,7 +137,9 @@ def test_sabench_shape_and_unknown_dimension(tmp_path: Path) -> None:
 
 def test_grounding() -> None:
     assert is_grounded("anything", "learning rate of 0.05 for 200 epochs", PAPER_TEXT)
-    assert is_grounded("The learning rate is 0.05 and training lasts 200 epochs", "Sec 3", PAPER_TEXT)
+    assert is_grounded(
+        "The learning rate is 0.05 and training lasts 200 epochs", "Sec 3", PAPER_TEXT
+    )
     assert not is_grounded("The learning rate is 0.5", "Sec 3", PAPER_TEXT)
     assert not is_grounded("Transformers with rotary embeddings", "Appendix", PAPER_TEXT)
 
@@ -137,7 +157,9 @@ def test_all_sabench_saus_import(sabench_data: Path) -> None:
 
 @pytest.mark.shared
 def test_all_paperbench_rubrics_import(paperbench_data: Path) -> None:
-    split = [p for p in sorted((paperbench_data / "rubrics").iterdir()) if (p / "rubric.json").is_file()]
+    split = [
+        p for p in sorted((paperbench_data / "rubrics").iterdir()) if (p / "rubric.json").is_file()
+    ]
     counts = {p.name: len(import_rubric(p / "rubric.json", p.name)) for p in split}
     assert len(counts) == 23
     assert sum(counts.values()) == 8921  # all 23 rubrics; the official 20-paper split holds 8,316

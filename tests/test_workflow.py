@@ -1,0 +1,139 @@
+"""The whole chain through snakemake on the bundled demo: tables, manifests, reruns, targets, errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+pytestmark = [pytest.mark.workflow, pytest.mark.bwrap]
+
+
+def snakemake(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
+    proc = subprocess.run(
+        [SNAKEMAKE, "--cores", "2", *args], cwd=REPO, capture_output=True, text=True, env=env
+    )
+    if check and proc.returncode != 0:
+        pytest.fail(
+            f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        )
+    return proc
+
+
+def manifests() -> list[tuple[str, str, str, dict]]:
+    rows = []
+    for path in sorted((REPO / "resources" / "manifests").glob("*/*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        for sau_id, expected in data["expected"].items():
+            rows.append((path.parent.name, data["paper"], sau_id, expected))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("demo") / "results"
+    dry = snakemake("-n", "--config", f"results={results}")
+    for rule in ("ingest", "saus", "reproduce", "execute", "judge", "aggregate", "report"):
+        assert f"rule {rule}:" in dry.stdout or f"{rule} " in dry.stdout, f"dry run lacks {rule}"
+    snakemake("--config", f"results={results}")
+    return results
+
+
+@pytest.fixture(scope="module")
+def judgments(demo: Path) -> pd.DataFrame:
+    return pd.read_parquet(demo / "tables" / "judgments.parquet")
+
+
+def test_scores_by_agent(demo: Path) -> None:
+    scores = pd.read_parquet(demo / "tables" / "scores_by_agent.parquet")
+    assert list(scores.columns) == [
+        "agent",
+        "judge",
+        "dimension",
+        "score",
+        "ci_low",
+        "ci_high",
+        "n_papers",
+    ]
+    overall = scores[(scores.judge == "static") & (scores.dimension == "overall")].set_index(
+        "agent"
+    )
+    assert overall.loc["reference", "score"] >= 0.9
+    assert overall.loc["drifted", "score"] <= overall.loc["reference", "score"] - 0.2
+    assert overall.loc["null", "score"] == 0.0
+    assert set(scores.dimension) == {"overall", "D1", "D2", "D3", "D4"}
+    assert (demo / "report" / "index.html").is_file()
+    for name in ("scores_by_agent", "verdicts", "heatmap"):
+        assert (demo / "report" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_executions_recorded(demo: Path) -> None:
+    runs = pd.read_parquet(demo / "tables" / "runs.parquet").set_index(["agent", "paper"])
+    assert (runs.xs("reference", level="agent")["execution_status"] == "ok").all()
+    assert (runs.xs("null", level="agent")["execution_status"] == "no_reproduce_script").all()
+
+
+@pytest.mark.parametrize(
+    ("agent", "paper", "sau_id", "expected"),
+    manifests(),
+    ids=[f"{a}-{s}" for a, _, s, _ in manifests()],
+)
+def test_static_verdict_matches_manifest(
+    judgments: pd.DataFrame, agent: str, paper: str, sau_id: str, expected: dict
+) -> None:
+    row = judgments[
+        (judgments.agent == agent)
+        & (judgments.paper == paper)
+        & (judgments.sau_id == sau_id)
+        & (judgments.judge == "static")
+    ]
+    assert len(row) == 1, f"{agent}/{paper}/{sau_id}: no static judgment"
+    got = row.iloc[0]
+    assert got.verdict == expected["verdict"], f"{sau_id}: {got.reasoning}"
+    if "failure_mode" in expected:
+        assert got.failure_mode == expected["failure_mode"]
+
+
+def test_second_run_does_nothing(demo: Path) -> None:
+    proc = snakemake("-n", "--config", f"results={demo}")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_one_paper_reruns_alone(demo: Path) -> None:
+    paper = sorted(p.name for p in (REPO / "resources" / "papers").iterdir())[0]
+    target = demo / "runs" / "reference" / paper / "0" / "judgments.parquet"
+    before = pd.read_parquet(target)
+    proc = snakemake("--config", f"results={demo}", str(target), "--forcerun", "judge")
+    log = proc.stdout + proc.stderr
+    assert "rule judge:" in log or "judge" in log
+    assert log.count("localrule judgments:") + log.count("rule judgments:") == 1
+    assert "rule reproduce:" not in log and "rule execute:" not in log
+    pd.testing.assert_frame_equal(
+        before.drop(columns=["latency_s"]), pd.read_parquet(target).drop(columns=["latency_s"])
+    )
+
+
+def test_config_error_is_one_line(tmp_path: Path) -> None:
+    proc = snakemake("-n", "--config", "papers=../etc", f"results={tmp_path}", check=False)
+    assert proc.returncode != 0
+    errors = [
+        line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error:")
+    ]
+    assert errors == [
+        "error: config (config/config.yaml + --config): papers: '../etc' is not a valid id "
+        "(letters, digits, '.', '-', '_'; no path separators or '..')"
+    ]
+    assert "Traceback" not in proc.stderr
+
+
+def test_lint_is_clean() -> None:
+    proc = snakemake("--lint", check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
