@@ -104,6 +104,10 @@ class PaperPDF(FPDF):
         size = 16 if level == 1 else 12.5
         self.ln(2 if level == 1 else 3)
         self.set_font(BODY[0], "B", size)
+        # Keep the title on one line where a smaller font allows: text extraction then gives it whole.
+        while level == 1 and size > 11 and self.get_string_width(latin1(text)) > self.epw:
+            size -= 0.5
+            self.set_font(BODY[0], "B", size)
         self.multi_cell(0, size * 0.5, latin1(text), align="C" if level == 1 else "L")
         self.ln(2)
 

@@ -1,0 +1,11 @@
+"""Hyperparameters and dataset settings (Section 3 of the paper)."""
+
+SEED = 42
+MAX_ITER = 100  # Lloyd iterations per restart
+TOL = 1e-4  # convergence tolerance on the squared centroid shift
+N_INIT = 3  # restarts per initialisation method
+CENTER_BOX = (-10.0, 10.0)
+
+DATASETS = {
+    "blobs-3": {"n_samples": 450, "n_features": 2, "n_clusters": 3, "cluster_std": 1.0},
+}

@@ -1,0 +1,1 @@
+"""Early-stopped, L2-regularised logistic regression on synthetic blobs."""

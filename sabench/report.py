@@ -1,0 +1,357 @@
+"""Plots and a one-page HTML report from the result tables.
+
+Uses matplotlib's object API with the Agg canvas (never pyplot), so it needs no display, leaves the
+process's backend alone and is safe in a worker. Output is deterministic: sizes depend only on the
+data, PNGs carry no timestamp or version, and ``index.html`` embeds the very same PNG bytes, so a rerun
+on unchanged tables gives byte-identical files (Snakemake sees nothing changed).
+
+Standalone: ``python -m sabench.report --tables results/tables --out results/report``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from sabench.io import atomic_path, write_text
+from sabench.scoring import DIMENSION_ORDER, OVERALL
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+IMAGES = ("scores_by_agent.png", "verdicts.png", "heatmap.png")
+VERDICT_COLORS = {
+    "aligned": "#2e7d32",
+    "partial": "#f9a825",
+    "drifted": "#c62828",
+    "missing": "#9e9e9e",
+    "placeholder": "#6a1b9a",
+    "error": "#212121",
+}
+FAILURE_MODE_COLORS = {
+    "implementation_mismatch": "#8d6e63",
+    "placeholder": "#6a1b9a",
+    "omission": "#5c6bc0",
+    "cited_work_confusion": "#26a69a",
+    "external_knowledge_gap": "#ec407a",
+}
+DIMENSION_COLORS = {
+    "overall": "#37474f",
+    "D1": "#1565c0",
+    "D2": "#00838f",
+    "D3": "#ef6c00",
+    "D4": "#ad1457",
+}
+_RC = {
+    "svg.hashsalt": "sabench",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "figure.dpi": 100,
+}
+_DPI = 100
+
+
+def _figure(
+    width: float, height: float, nrows: int = 1, ncols: int = 1
+) -> tuple[Figure, np.ndarray]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    return fig, axes
+
+
+def _save(fig: Figure, path: Path) -> None:
+    """Atomic, timestamp-free PNG."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=_DPI, metadata={"Software": None})
+
+
+def _no_data(ax: Axes, what: str) -> None:
+    ax.text(0.5, 0.5, f"no {what}", ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+
+
+def _table(tables: dict[str, pd.DataFrame], name: str) -> pd.DataFrame:
+    frame = tables.get(name)
+    return frame if frame is not None else pd.DataFrame()
+
+
+def _judges(*frames: pd.DataFrame) -> list[str]:
+    names: set[str] = set()
+    for frame in frames:
+        if not frame.empty and "judge" in frame.columns:
+            names.update(str(j) for j in frame["judge"].dropna())
+    return sorted(names)
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def plot_scores_by_agent(scores: pd.DataFrame, path: Path) -> Path:
+    """Grouped bars agent x dimension with the bootstrap CI, one panel per judge."""
+    judges = _judges(scores)
+    agents = sorted(scores["agent"].astype(str).unique()) if judges else []
+    dims = [d for d in DIMENSION_ORDER if judges and d in set(scores["dimension"])]
+    width = min(14.0, max(6.0, 0.22 * len(agents) * max(len(dims), 1) + 2.5))
+    fig, axes = _figure(width, 3.2 * max(len(judges), 1), max(len(judges), 1))
+    if not judges:
+        _no_data(axes[0, 0], "scores")
+    for ax, judge in zip(axes[:, 0], judges, strict=False):
+        sub = scores[scores["judge"] == judge]
+        x = np.arange(len(agents))
+        bar = 0.8 / max(len(dims), 1)
+        for i, dim in enumerate(dims):
+            rows = sub[sub["dimension"] == dim].set_index("agent").reindex(agents)
+            score = rows["score"].to_numpy(dtype=float)
+            low = np.clip(score - rows["ci_low"].to_numpy(dtype=float), 0, None)
+            high = np.clip(rows["ci_high"].to_numpy(dtype=float) - score, 0, None)
+            ax.bar(
+                x + (i - (len(dims) - 1) / 2) * bar,
+                np.nan_to_num(score),
+                bar,
+                yerr=np.nan_to_num(np.vstack([low, high])),
+                capsize=2,
+                label=dim,
+                color=DIMENSION_COLORS.get(dim, "#757575"),
+            )
+        ax.set_xticks(x, agents, rotation=20 if len(agents) > 3 else 0, ha="right")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("score")
+        ax.set_title(f"judge: {judge}")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _save(fig, path)
+    return path
+
+
+def _stacked(ax: Axes, shares: pd.DataFrame, colors: dict[str, str], title: str) -> None:
+    if shares.empty:
+        _no_data(ax, title)
+        return
+    bottom = np.zeros(len(shares.index))
+    palette = ["#ffa726", "#78909c", "#8d6e63", "#5c6bc0"]
+    for i, col in enumerate(shares.columns):
+        values = shares[col].to_numpy(dtype=float)
+        color = colors.get(col, palette[i % len(palette)])
+        ax.bar(shares.index.astype(str), values, 0.7, bottom=bottom, label=col, color=color)
+        bottom += values
+    ax.set_ylim(0, 1.0)
+    ax.set_ylabel("share")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if len(shares.index) > 3:
+        ax.tick_params(axis="x", labelrotation=20)
+
+
+def plot_verdicts(taxonomy: pd.DataFrame, path: Path) -> Path:
+    """Per judge: verdict shares per agent, and the failure modes of the rows that have one."""
+    judges = _judges(taxonomy)
+    n_agents = taxonomy["agent"].nunique() if judges else 1
+    fig, axes = _figure(
+        max(8.0, 1.4 * n_agents * 2 + 4), 3.2 * max(len(judges), 1), max(len(judges), 1), 2
+    )
+    if not judges:
+        _no_data(axes[0, 0], "verdicts")
+        _no_data(axes[0, 1], "failure modes")
+    for row, judge in zip(axes, judges, strict=False):
+        sub = taxonomy[(taxonomy["judge"] == judge) & (taxonomy["dimension"] == OVERALL)]
+        counts = sub.pivot_table(
+            index="agent", columns="verdict", values="count", aggfunc="sum", fill_value=0
+        )
+        order = [v for v in VERDICT_COLORS if v in counts.columns]
+        order += sorted(c for c in counts.columns if c not in VERDICT_COLORS)
+        verdicts = counts[order].div(counts.sum(axis=1), axis=0) if not counts.empty else counts
+        _stacked(row[0], verdicts.sort_index(), VERDICT_COLORS, f"verdicts ({judge})")
+        modes = sub[sub["failure_mode"].notna()]
+        by_mode = modes.pivot_table(
+            index="agent", columns="failure_mode", values="count", aggfunc="sum", fill_value=0
+        )
+        if not by_mode.empty:
+            by_mode = by_mode[sorted(by_mode.columns)]
+            by_mode = by_mode.div(by_mode.sum(axis=1), axis=0).sort_index()
+        _stacked(row[1], by_mode, FAILURE_MODE_COLORS, f"failure modes ({judge})")
+    _save(fig, path)
+    return path
+
+
+def plot_heatmap(by_run: pd.DataFrame, path: Path) -> Path:
+    """Agent x paper overall score (seeds averaged), one panel per judge; grey = no score."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"].with_extremes(bad="#e0e0e0")
+    judges = _judges(by_run)
+    overall = by_run[by_run["dimension"] == OVERALL] if judges else by_run
+    agents = sorted(overall["agent"].astype(str).unique()) if judges else []
+    papers = sorted(overall["paper"].astype(str).unique()) if judges else []
+    width = max(5.0, 0.45 * len(papers) + 3.5)
+    height = max(2.5, 0.35 * len(agents) + 1.8)
+    fig, axes = _figure(width, height * max(len(judges), 1), max(len(judges), 1))
+    if not judges:
+        _no_data(axes[0, 0], "runs")
+    for ax, judge in zip(axes[:, 0], judges, strict=False):
+        grid = (
+            overall[overall["judge"] == judge]
+            .groupby(["agent", "paper"])["score"]
+            .mean()
+            .unstack("paper")
+            .reindex(index=agents, columns=papers)
+        )
+        values = np.ma.masked_invalid(grid.to_numpy(dtype=float))
+        image = ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(papers)), papers, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(agents)), agents, fontsize=7)
+        if len(agents) * len(papers) <= 400:
+            for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
+                if not math.isnan(v):
+                    ax.text(
+                        j,
+                        i,
+                        f"{v:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=6,
+                        color="white" if v < 0.5 else "black",
+                    )
+        ax.set_title(f"overall score ({judge})")
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    _save(fig, path)
+    return path
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _html_table(frame: pd.DataFrame, columns: Sequence[str]) -> str:
+    if frame.empty:
+        return "<p>(none)</p>"
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for _, row in frame[list(columns)].iterrows():
+        cells = []
+        for value in row:
+            if isinstance(value, float):
+                text = "–" if math.isnan(value) else f"{value:.3f}"
+            else:
+                text = "–" if value is None or value is pd.NA else str(value)
+            cells.append(f"<td>{html.escape(text)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def render_html(tables: dict[str, pd.DataFrame], images: Sequence[Path]) -> str:
+    """A self-contained page: the score tables and the PNGs inlined as data URIs."""
+    scores = _table(tables, "scores_by_agent")
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>sabench report</title>',
+        "<style>body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em}"
+        "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+        "th{background:#f3f3f3}img{max-width:100%}</style></head><body>",
+        "<h1>sabench report</h1>",
+        "<p>Semantic drift between papers and their reproductions. Scores follow SA-Bench's rule "
+        "(mean claim score per dimension; overall = mean of dimensions; seeds averaged within a "
+        "paper, then papers), with a 95% bootstrap CI over papers. <code>error</code> verdicts are "
+        "excluded from scores and counted under coverage.</p>",
+        "<h2>Scores by agent</h2>",
+        _html_table(
+            scores, ["agent", "judge", "dimension", "score", "ci_low", "ci_high", "n_papers"]
+        ),
+        "<h2>Coverage</h2>",
+        _html_table(
+            _table(tables, "coverage"),
+            [
+                "agent",
+                "judge",
+                "n_runs",
+                "n_runs_failed_execution",
+                "n_saus_judged",
+                "n_saus_error",
+            ],
+        ),
+    ]
+    agreement = _table(tables, "judge_agreement")
+    if not agreement.empty:
+        parts += [
+            "<h2>Agreement with the reference judge</h2>",
+            _html_table(
+                agreement,
+                [
+                    "judge",
+                    "dimension",
+                    "n",
+                    "exact_agreement",
+                    "mae",
+                    "kappa_quadratic",
+                    "spearman",
+                ],
+            ),
+        ]
+    trees = _table(tables, "tree_scores")
+    if not trees.empty:
+        parts += [
+            "<h2>PaperBench tree scores</h2>",
+            _html_table(trees, ["agent", "paper", "seed", "judge", "score", "n_leaves_judged"]),
+        ]
+    for image in images:
+        data = base64.b64encode(Path(image).read_bytes()).decode("ascii")
+        name = html.escape(Path(image).stem.replace("_", " "))
+        parts.append(f'<h2>{name}</h2><img alt="{name}" src="data:image/png;base64,{data}">')
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def make_report(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    """Write the three PNGs and ``index.html`` into ``out_dir``; returns their paths."""
+    from matplotlib import rc_context
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scores = _table(tables, "scores_by_agent")
+    taxonomy = _table(tables, "error_taxonomy")
+    by_run = _table(tables, "scores_by_run")
+    with rc_context(_RC):
+        images = [
+            plot_scores_by_agent(scores, out_dir / IMAGES[0]),
+            plot_verdicts(taxonomy, out_dir / IMAGES[1]),
+            plot_heatmap(by_run, out_dir / IMAGES[2]),
+        ]
+    index = out_dir / "index.html"
+    write_text(index, render_html(tables, images))
+    return [*images, index]
+
+
+def read_tables(folder: Path) -> dict[str, pd.DataFrame]:
+    """Every ``<name>.parquet`` of a tables folder, keyed by name."""
+    return {p.stem: pd.read_parquet(p) for p in sorted(Path(folder).glob("*.parquet"))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Plot the result tables into a report folder.")
+    parser.add_argument("--tables", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if not args.tables.is_dir():
+        print(f"error: {args.tables}: not a folder of tables", file=sys.stderr)
+        return 2
+    for path in make_report(read_tables(args.tables), args.out):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""Scoring rules: pure functions on DataFrames, so every number in the tables can be unit-tested.
+
+SA-Bench's rule (``run_scores`` -> ``paper_scores`` -> ``agent_scores``)
+    A claim's score comes from its verdict (aligned 1; drifted, missing, placeholder 0; partial keeps the
+    judge's score). ``error`` rows (or rows without a score) are excluded from every mean and counted
+    apart: a judge failure is never drift. A run's dimension score is the mean claim score in that
+    dimension; its ``overall`` score is the mean over the dimensions it has scores in. An agent's score is
+    the mean over papers of the mean over seeds within the paper (so a paper with three seeds weighs as
+    much as one with one), with a percentile bootstrap CI over papers.
+
+PaperBench's weighted tree (``RubricTree``, ``tree_score``)
+    Only leaves are SAUs. Each leaf row carries ``parent``: the ids of its ancestors from the root down,
+    joined by ``/`` (``"root/a/b"``), and its own ``weight``. Inner nodes are not rows; their weights come
+    from a mapping ``node_weights: {node id: weight}`` given by the caller. ``node_weights_from_saus``
+    builds it from the ``parent_weights`` column the rubric import writes (one weight per ``parent``
+    component, same order); ids missing from the mapping weigh 1. Leaves without a usable score (no
+    judgment, or ``error``) are pruned, not scored 0; an inner node whose children are all pruned is
+    pruned too; parents are weight-averaged bottom-up. SAUs without a ``parent`` hang from the root.
+
+Agreement (``agreement``)
+    A judge against the ``reference`` judge on the SAUs both scored (errors on either side dropped).
+    Exact agreement and quadratic-weighted kappa compare scores snapped to SA-Bench's grid
+    (0, .25, .5, .75, 1), since they are categorical measures; MAE and Spearman use the raw scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from sabench.contracts import DIMENSIONS, VERDICT_SCORES
+
+OVERALL = "overall"
+#: Order of the ``dimension`` column in every score table.
+DIMENSION_ORDER = (OVERALL, *DIMENSIONS)
+#: SA-Bench's claim score scale; agreement measures snap scores onto it.
+SCORE_LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+RUN_KEYS = ["agent", "paper", "seed"]
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_LEVEL = 0.95
+
+RUN_SCORE_COLUMNS = ["agent", "paper", "seed", "judge", "dimension", "score", "n_saus", "n_error"]
+AGENT_SCORE_COLUMNS = ["agent", "judge", "dimension", "score", "ci_low", "ci_high", "n_papers"]
+PAPER_SCORE_COLUMNS = ["agent", "judge", "dimension", "paper", "score", "n_seeds"]
+TAXONOMY_COLUMNS = ["agent", "judge", "dimension", "verdict", "failure_mode", "count", "share"]
+AGREEMENT_COLUMNS = [
+    "judge",
+    "dimension",
+    "n",
+    "exact_agreement",
+    "mae",
+    "kappa_quadratic",
+    "spearman",
+]
+CONFUSION_COLUMNS = ["judge", "reference_verdict", "judge_verdict", "count"]
+
+
+# --------------------------------------------------------------------------- claim scores
+
+
+def claim_scores(judgments: pd.DataFrame) -> pd.Series:
+    """The score each row counts with: fixed by the verdict, the judge's own for ``partial``, NaN for
+    ``error`` (or a row without a score), so a mean with ``skipna`` leaves errors out."""
+    fixed = judgments["verdict"].map(VERDICT_SCORES)
+    own = pd.to_numeric(judgments["score"], errors="coerce").astype(float)
+    score = fixed.astype(float).where(fixed.notna(), own)
+    return score.where(judgments["verdict"] != "error")
+
+
+def _dimension_key(values: pd.Series) -> pd.Series:
+    order = {d: i for i, d in enumerate(DIMENSION_ORDER)}
+    return values.map(lambda d: (order.get(d, len(order)), str(d)))
+
+
+def sort_by_dimension(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Sort by ``keys`` with ``dimension`` in the order overall, D1..D4, then anything else."""
+    if frame.empty:
+        return frame.reset_index(drop=True)
+    sort_keys = {k: (_dimension_key if k == "dimension" else None) for k in keys}
+    out = frame.sort_values(
+        list(keys),
+        key=lambda s: sort_keys[s.name](s) if sort_keys.get(s.name) else s.astype(str),
+        kind="mergesort",
+    )
+    return out.reset_index(drop=True)
+
+
+def run_scores(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Per run and judge: the mean claim score per dimension and the mean of those (``overall``).
+
+    ``n_saus`` counts the scored claims, ``n_error`` the excluded ones; a dimension with only errors
+    has a NaN score and does not enter ``overall``.
+    """
+    if judgments.empty:
+        return pd.DataFrame(columns=RUN_SCORE_COLUMNS)
+    frame = judgments[[*RUN_KEYS, "judge", "dimension"]].copy()
+    frame["seed"] = frame["seed"].astype(str)
+    frame["value"] = claim_scores(judgments).to_numpy()
+    frame["is_error"] = frame["value"].isna()
+    keys = [*RUN_KEYS, "judge"]
+    dims = (
+        frame.groupby([*keys, "dimension"], sort=False)
+        .agg(
+            score=("value", "mean"),
+            n_saus=("is_error", lambda s: int((~s).sum())),
+            n_error=("is_error", "sum"),
+        )
+        .reset_index()
+    )
+    overall = (
+        dims.groupby(keys, sort=False)
+        .agg(score=("score", "mean"), n_saus=("n_saus", "sum"), n_error=("n_error", "sum"))
+        .reset_index()
+    )
+    overall["dimension"] = OVERALL
+    out = pd.concat([overall, dims], ignore_index=True)[RUN_SCORE_COLUMNS]
+    out["n_saus"] = out["n_saus"].astype("int64")
+    out["n_error"] = out["n_error"].astype("int64")
+    out["score"] = out["score"].astype(float)
+    return sort_by_dimension(out, ["agent", "paper", "seed", "judge", "dimension"])
+
+
+def paper_scores(runs: pd.DataFrame) -> pd.DataFrame:
+    """Seeds averaged within a paper (NaN runs skipped): the unit the bootstrap resamples."""
+    if runs.empty:
+        return pd.DataFrame(columns=PAPER_SCORE_COLUMNS)
+    out = (
+        runs.groupby(["agent", "judge", "dimension", "paper"], sort=False)
+        .agg(score=("score", "mean"), n_seeds=("score", "count"))
+        .reset_index()
+    )
+    out["n_seeds"] = out["n_seeds"].astype("int64")
+    return sort_by_dimension(out[PAPER_SCORE_COLUMNS], ["agent", "judge", "dimension", "paper"])
+
+
+def bootstrap_ci(
+    values: Iterable[float],
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = BOOTSTRAP_LEVEL,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean; a fixed seed keeps reruns byte-identical.
+
+    One value gives ``(value, value)`` (nothing to resample), none gives NaNs.
+    """
+    data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
+    if data.size == 0:
+        return math.nan, math.nan
+    if data.size == 1:
+        return float(data[0]), float(data[0])
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, data.size, size=(n_resamples, data.size))
+    means = data[idx].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def agent_scores(
+    runs: pd.DataFrame,
+    *,
+    n_resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = BOOTSTRAP_LEVEL,
+    seed: int = BOOTSTRAP_SEED,
+) -> pd.DataFrame:
+    """Per agent, judge and dimension: the mean over papers of the seed-averaged paper score."""
+    papers = paper_scores(runs)
+    rows = []
+    for (agent, judge, dim), group in papers.groupby(["agent", "judge", "dimension"], sort=False):
+        values = group["score"].dropna().to_numpy(dtype=float)
+        low, high = bootstrap_ci(values, n_resamples=n_resamples, level=level, seed=seed)
+        rows.append(
+            {
+                "agent": agent,
+                "judge": judge,
+                "dimension": dim,
+                "score": float(values.mean()) if values.size else math.nan,
+                "ci_low": low,
+                "ci_high": high,
+                "n_papers": int(values.size),
+            }
+        )
+    out = pd.DataFrame(rows, columns=AGENT_SCORE_COLUMNS)
+    out["n_papers"] = out["n_papers"].astype("int64")
+    return sort_by_dimension(out, ["agent", "judge", "dimension"])
+
+
+def error_taxonomy(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Counts of verdict x failure mode per agent, judge and dimension, with their share.
+
+    Rows with ``dimension == "overall"`` sum D1..D4: sum one or the other, never both. Shares are over
+    all rows of the group, ``error`` included, so they add up to 1.
+    """
+    if judgments.empty:
+        return pd.DataFrame(columns=TAXONOMY_COLUMNS)
+    frame = judgments[["agent", "judge", "dimension", "verdict", "failure_mode"]].copy()
+    frame = pd.concat([frame.assign(dimension=OVERALL), frame], ignore_index=True)
+    frame["failure_mode"] = frame["failure_mode"].astype(object)
+    keys = ["agent", "judge", "dimension"]
+    counts = (
+        frame.groupby([*keys, "verdict", "failure_mode"], dropna=False, sort=False)
+        .size()
+        .rename("count")
+        .reset_index()
+    )
+    counts["count"] = counts["count"].astype("int64")
+    counts["share"] = counts["count"] / counts.groupby(keys)["count"].transform("sum")
+    counts["failure_mode"] = counts["failure_mode"].astype(object)
+    counts.loc[counts["failure_mode"].isna(), "failure_mode"] = None
+    return sort_by_dimension(
+        counts[TAXONOMY_COLUMNS], ["agent", "judge", "dimension", "verdict", "failure_mode"]
+    )
+
+
+# --------------------------------------------------------------------------- PaperBench tree
+
+
+def node_weights_from_saus(saus: pd.DataFrame) -> dict[str, float]:
+    """Inner-node weights from the ``parent_weights`` column (aligned with the ``parent`` path).
+
+    Raises ValueError when one node is given two different weights.
+    """
+    weights: dict[str, float] = {}
+    if "parent_weights" not in saus.columns:
+        return weights
+    for parent, pws in zip(saus["parent"], saus["parent_weights"], strict=True):
+        if not isinstance(parent, str) or not parent or pws is None:
+            continue
+        ids = parent.split("/")
+        pws = list(pws)
+        if len(pws) != len(ids):
+            raise ValueError(f"parent {parent!r} has {len(ids)} ids but {len(pws)} weights")
+        for node, w in zip(ids, pws, strict=True):
+            if node in weights and weights[node] != float(w):
+                raise ValueError(f"node {node!r} has weights {weights[node]} and {w}")
+            weights[node] = float(w)
+    return weights
+
+
+def has_tree(saus: pd.DataFrame) -> bool:
+    """Whether a paper's SAUs form a rubric tree (any leaf names a parent)."""
+    if "parent" not in saus.columns:
+        return False
+    return bool(saus["parent"].map(lambda p: isinstance(p, str) and p != "").any())
+
+
+@dataclass
+class RubricTree:
+    """A rubric tree built once per paper and scored once per run and judge."""
+
+    #: node key (the tuple of ids from the root) -> child keys, in first-seen order.
+    children: dict[tuple[str, ...], list[tuple[str, ...]]] = field(default_factory=dict)
+    #: leaf key -> SAU id.
+    leaves: dict[tuple[str, ...], str] = field(default_factory=dict)
+    weights: dict[tuple[str, ...], float] = field(default_factory=dict)
+
+    @classmethod
+    def from_saus(
+        cls, saus: pd.DataFrame, node_weights: Mapping[str, float] | None = None
+    ) -> RubricTree:
+        """Leaves are the SAU rows; inner nodes the components of their ``parent`` paths."""
+        node_weights = node_weights_from_saus(saus) if node_weights is None else node_weights
+        tree = cls()
+        root: tuple[str, ...] = ()
+        tree.children[root] = []
+        for sau_id, parent, weight in zip(
+            saus["sau_id"], saus["parent"], saus["weight"], strict=True
+        ):
+            path = tuple(parent.split("/")) if isinstance(parent, str) and parent else ()
+            for depth in range(1, len(path) + 1):
+                key = path[:depth]
+                if key not in tree.children:
+                    tree.children[key] = []
+                    tree.children[key[:-1]].append(key)
+                    tree.weights[key] = float(node_weights.get(key[-1], 1.0))
+            leaf = (*path, f"\x00{sau_id}")  # \x00 keeps a leaf apart from a same-named node
+            if leaf in tree.leaves:
+                raise ValueError(f"SAU {sau_id!r} appears twice under {parent!r}")
+            tree.leaves[leaf] = str(sau_id)
+            tree.children[path].append(leaf)
+            tree.weights[leaf] = 1.0 if weight is None or pd.isna(weight) else float(weight)
+        return tree
+
+    def score(self, scores: Mapping[str, float]) -> float:
+        """The root's score; NaN when every leaf is pruned."""
+        value = self._score((), scores)
+        return math.nan if value is None else value
+
+    def n_judged(self, scores: Mapping[str, float]) -> int:
+        return sum(1 for s in self.leaves.values() if _usable(scores.get(s)))
+
+    def _score(self, key: tuple[str, ...], scores: Mapping[str, float]) -> float | None:
+        if key in self.leaves:
+            value = scores.get(self.leaves[key])
+            return float(value) if _usable(value) else None
+        total = weight_sum = 0.0
+        for child in self.children[key]:
+            value = self._score(child, scores)
+            if value is None:
+                continue
+            total += self.weights[child] * value
+            weight_sum += self.weights[child]
+        return total / weight_sum if weight_sum > 0 else None
+
+
+def _usable(value: float | None) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def tree_score(
+    saus: pd.DataFrame,
+    scores: Mapping[str, float],
+    node_weights: Mapping[str, float] | None = None,
+) -> float:
+    """PaperBench's weighted tree score of one run; ``scores`` maps SAU id -> leaf score
+    (NaN or absent = pruned). ``node_weights`` defaults to ``node_weights_from_saus(saus)``."""
+    return RubricTree.from_saus(saus, node_weights).score(scores)
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+def snap(values: Iterable[float], levels: Sequence[float] = SCORE_LEVELS) -> np.ndarray:
+    """Each value replaced by the nearest level (ties go to the lower one)."""
+    data = np.asarray(list(values), dtype=float)
+    grid = np.asarray(levels, dtype=float)
+    return grid[np.abs(data[:, None] - grid[None, :]).argmin(axis=1)] if data.size else data
+
+
+def exact_agreement(a: Iterable[float], b: Iterable[float]) -> float:
+    x, y = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
+    return float(np.mean(np.isclose(x, y))) if x.size else math.nan
+
+
+def mean_absolute_error(a: Iterable[float], b: Iterable[float]) -> float:
+    x, y = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
+    return float(np.mean(np.abs(x - y))) if x.size else math.nan
+
+
+def kappa_quadratic(
+    a: Iterable[float], b: Iterable[float], levels: Sequence[float] | None = SCORE_LEVELS
+) -> float:
+    """Cohen's kappa with quadratic weights ``(v_i - v_j)^2`` on the category values.
+
+    With ``levels`` the inputs are snapped onto them and all levels are categories (equal to
+    scikit-learn's ``cohen_kappa_score(weights="quadratic", labels=levels)`` for an evenly spaced
+    grid); with ``None`` the categories are the values seen. NaN when undefined: no pairs, or both
+    raters used one and the same value throughout.
+    """
+    x, y = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
+    if x.size == 0:
+        return math.nan
+    if levels is not None:
+        x, y = snap(x, levels), snap(y, levels)
+        cats = np.asarray(levels, dtype=float)
+    else:
+        cats = np.unique(np.concatenate([x, y]))
+    ix = np.searchsorted(cats, x)
+    iy = np.searchsorted(cats, y)
+    k = cats.size
+    observed = np.zeros((k, k))
+    np.add.at(observed, (ix, iy), 1.0)
+    observed /= x.size
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
+    weights = (cats[:, None] - cats[None, :]) ** 2
+    denom = float((weights * expected).sum())
+    if denom == 0.0:
+        return math.nan
+    return float(1.0 - (weights * observed).sum() / denom)
+
+
+def spearman(a: Iterable[float], b: Iterable[float]) -> float:
+    """Spearman's rho: Pearson on average ranks (ties shared); NaN if either side is constant."""
+    x = pd.Series(list(a), dtype=float).rank(method="average").to_numpy()
+    y = pd.Series(list(b), dtype=float).rank(method="average").to_numpy()
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def agreement_metrics(judge: Sequence[float], reference: Sequence[float]) -> dict[str, float]:
+    """The four agreement numbers of one judge against the reference on paired scores."""
+    sj, sr = snap(judge), snap(reference)
+    return {
+        "n": len(judge),
+        "exact_agreement": exact_agreement(sj, sr),
+        "mae": mean_absolute_error(judge, reference),
+        "kappa_quadratic": kappa_quadratic(sj, sr),
+        "spearman": spearman(judge, reference),
+    }
+
+
+def agreement(
+    judgments: pd.DataFrame, reference: str = "reference"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every other judge against ``reference`` on the same run and SAU.
+
+    Returns (agreement per judge and dimension incl. ``overall``, verdict confusion counts); both empty
+    with the right columns when no judge is named ``reference``. The confusion keeps ``error`` rows
+    (they show where a judge fails); the metrics drop them.
+    """
+    empty = (pd.DataFrame(columns=AGREEMENT_COLUMNS), pd.DataFrame(columns=CONFUSION_COLUMNS))
+    if judgments.empty or reference not in set(judgments["judge"]):
+        return empty
+    frame = judgments[[*RUN_KEYS, "sau_id", "dimension", "judge", "verdict"]].copy()
+    frame["seed"] = frame["seed"].astype(str)
+    frame["value"] = claim_scores(judgments).to_numpy()
+    ref = frame[frame["judge"] == reference].drop(columns="judge")
+    others = frame[frame["judge"] != reference].drop(columns="dimension")
+    pairs = others.merge(ref, on=[*RUN_KEYS, "sau_id"], suffixes=("", "_ref"))
+    if pairs.empty:
+        return empty
+    confusion = (
+        pairs.groupby(["judge", "verdict_ref", "verdict"], sort=True)
+        .size()
+        .rename("count")
+        .reset_index()
+        .rename(columns={"verdict_ref": "reference_verdict", "verdict": "judge_verdict"})
+    )
+    confusion["count"] = confusion["count"].astype("int64")
+    scored = pairs.dropna(subset=["value", "value_ref"])
+    rows = []
+    for judge, group in scored.groupby("judge", sort=True):
+        subsets = [(OVERALL, group), *group.groupby("dimension", sort=True)]
+        for dim, sub in subsets:
+            metrics = agreement_metrics(sub["value"].tolist(), sub["value_ref"].tolist())
+            rows.append({"judge": judge, "dimension": dim, **metrics})
+    table = pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
+    table["n"] = table["n"].astype("int64")
+    return sort_by_dimension(table, ["judge", "dimension"]), confusion[CONFUSION_COLUMNS]

@@ -1,0 +1,391 @@
+"""aggregate() on small results trees written as real files (Parquet + JSON) in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sabench import aggregate as agg
+from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
+from sabench.errors import UserError
+from sabench.io import read_parquet_metadata, write_json, write_parquet
+
+REPO = Path(__file__).resolve().parents[1]
+
+# paper -> [(sau_id, dimension)]
+PAPERS = {
+    "P1": [("a1", "D1"), ("a2", "D1"), ("b1", "D2")],
+    "P2": [("c1", "D1"), ("d1", "D3"), ("d2", "D3")],
+}
+# (agent, paper, seed) -> {sau_id: (verdict, score)}; hand-computed overall in the comment
+VERDICTS: dict[tuple[str, str, str], dict[str, tuple[str, float]]] = {
+    # D1 .5, D2 .5 -> .5
+    ("A", "P1", "0"): {"a1": ("aligned", 1), "a2": ("drifted", 0), "b1": ("partial", 0.5)},
+    # D1 1, D2 error only -> 1.0
+    ("A", "P1", "1"): {"a1": ("aligned", 1), "a2": ("aligned", 1), "b1": ("error", math.nan)},
+    # D1 .25, D3 .5 -> .375
+    ("A", "P2", "0"): {"c1": ("partial", 0.25), "d1": ("missing", 0), "d2": ("aligned", 1)},
+    # the null agent: everything missing -> 0
+    ("B", "P1", "0"): {"a1": ("missing", 0), "a2": ("missing", 0), "b1": ("missing", 0)},
+    # D1 0, D3 .875 -> .4375
+    ("B", "P2", "0"): {"c1": ("placeholder", 0), "d1": ("aligned", 1), "d2": ("partial", 0.75)},
+}
+GRID = list(VERDICTS)
+
+
+def sau_hash(paper: str) -> str:
+    return f"hash-{paper}"
+
+
+def write_paper(root: Path, paper: str, saus: list[dict] | None = None) -> None:
+    """paper.json + saus.parquet (with its sau_set_hash metadata) for one paper."""
+    folder = root / "papers" / paper
+    write_json(
+        folder / "paper.json",
+        {
+            "paper": paper,
+            "title": f"Title of {paper}",
+            "sha256": "0" * 64,
+            "source_format": "md",
+            "sections": ["Intro", "Method"],
+            "n_chars": 1234,
+        },
+    )
+    if saus is None:
+        saus = [{"sau_id": s, "dimension": d} for s, d in PAPERS[paper]]
+    rows = []
+    for item in saus:
+        row = dict.fromkeys(SAU_COLUMNS)
+        row.update(paper=paper, claim=f"claim {item['sau_id']}", source="", weight=1.0)
+        row.update(origin="curated", grounded=True)
+        row.update(item)
+        rows.append(row)
+    write_parquet(folder / "saus.parquet", pd.DataFrame(rows), sau_set_hash=sau_hash(paper))
+
+
+def judgment_row(
+    run: tuple[str, str, str],
+    sau_id: str,
+    dimension: str,
+    verdict: str,
+    score: float,
+    judge: str = "static",
+    **extra: object,
+) -> dict:
+    agent, paper, seed = run
+    row = dict.fromkeys(JUDGMENT_COLUMNS)
+    row.update(
+        agent=agent,
+        paper=paper,
+        seed=seed,
+        sau_id=sau_id,
+        dimension=dimension,
+        judge=judge,
+        score=float(score),
+        verdict=verdict,
+        failure_mode={
+            "drifted": "implementation_mismatch",
+            "missing": "omission",
+            "placeholder": "placeholder",
+        }.get(verdict),
+        evidence=[{"file": "main.py", "start": 1, "end": 3}] if verdict == "aligned" else [],
+        reasoning="",
+        prompt_tokens=0,
+        completion_tokens=0,
+        cost_usd=0.0,
+        cached=False,
+        latency_s=0.01,
+        judge_fingerprint=f"{judge}-v1",
+        sau_set_hash=sau_hash(paper),
+        submission_hash="sub",
+    )
+    row.update(extra)
+    return row
+
+
+def write_run(
+    root: Path, run: tuple[str, str, str], rows: list[dict], execution: str | None = "ok"
+) -> Path:
+    """agent.json, execution.json (None: absent) and judgments.parquet of one run."""
+    agent, paper, seed = run
+    folder = root / "runs" / agent / paper / seed
+    write_json(
+        folder / "agent.json",
+        {
+            "agent": agent,
+            "paper": paper,
+            "seed": seed,
+            "kind": "replay",
+            "status": "replayed",
+            "steps": 0,
+            "wall_s": 1.5,
+            "prompt_tokens": 10,
+            "completion_tokens": 5,
+            "cost_usd": 0.01,
+            "model": None,
+            "error": None,
+            "submission_hash": "sub",
+        },
+    )
+    if execution is not None:
+        write_json(
+            folder / "execution.json",
+            {
+                "status": execution,
+                "exit_code": 0 if execution == "ok" else 1,
+                "wall_s": 2.0,
+                "peak_mem_mb": 100,
+                "gpus": [],
+                "image": "img@sha256:x",
+                "backend": "bwrap",
+                "isolation": "sandbox",
+                "started_at": "2025-01-01T00:00:00Z",
+                "files_created": 1,
+                "files_modified": 0,
+                "log_bytes": 42,
+                "metrics": {"acc": 0.9},
+                "message": "",
+            },
+        )
+    frame = pd.DataFrame(rows, columns=list(JUDGMENT_COLUMNS))
+    frame["score"] = frame["score"].astype(float)
+    path = folder / "judgments.parquet"
+    write_parquet(path, frame)
+    return path
+
+
+def build_tree(root: Path, reference: bool = False, grid=GRID) -> Path:  # type: ignore[no-untyped-def]
+    """The 2 agents x 2 papers x (1-2 seeds) fake results tree; optionally a ``reference`` judge."""
+    for paper in PAPERS:
+        write_paper(root, paper)
+    for run in grid:
+        dims = dict(PAPERS[run[1]])
+        rows = [judgment_row(run, s, dims[s], v, sc) for s, (v, sc) in VERDICTS[run].items()]
+        if reference:  # the reference calls everything aligned except one partial
+            rows += [
+                judgment_row(
+                    run,
+                    s,
+                    dims[s],
+                    "partial" if s in ("a2", "d2") else "aligned",
+                    0.5 if s in ("a2", "d2") else 1.0,
+                    judge="reference",
+                )
+                for s in VERDICTS[run]
+            ]
+        write_run(root, run, rows, execution="failed" if run == ("A", "P2", "0") else "ok")
+    return root
+
+
+def row(frame: pd.DataFrame, **keys: object) -> pd.Series:
+    mask = pd.Series(True, index=frame.index)
+    for key, value in keys.items():
+        mask &= frame[key] == value
+    assert mask.sum() == 1, keys
+    return frame[mask].iloc[0]
+
+
+@pytest.fixture()
+def tables(tmp_path: Path) -> dict[str, pd.DataFrame]:
+    root = build_tree(tmp_path / "results")
+    return agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+
+
+def test_writes_every_table_with_its_columns(tables: dict, tmp_path: Path) -> None:
+    out = tmp_path / "results" / "tables"
+    assert set(tables) == set(agg.TABLES)
+    for name, columns in agg.TABLES.items():
+        path = out / f"{name}.parquet"
+        on_disk = pd.read_parquet(path)
+        assert list(on_disk.columns[: len(columns)]) == columns, name
+        assert read_parquet_metadata(path)["schema_version"] == "1"
+        assert len(on_disk) == len(tables[name])
+    assert not list(out.glob(".*tmp*"))
+    assert list(tables["scores_by_agent"].columns) == [
+        "agent",
+        "judge",
+        "dimension",
+        "score",
+        "ci_low",
+        "ci_high",
+        "n_papers",
+    ]
+
+
+def test_sabench_rule_by_hand(tables: dict) -> None:
+    by_run = tables["scores_by_run"]
+    assert row(by_run, agent="A", paper="P1", seed="1", dimension="overall")["score"] == 1.0
+    assert row(by_run, agent="B", paper="P2", seed="0", dimension="D3")["score"] == 0.875
+    scores = tables["scores_by_agent"]
+    a = row(scores, agent="A", dimension="overall")
+    # seeds first: P1 = (.5 + 1)/2 = .75, P2 = .375 -> .5625 (a flat run mean would be .625)
+    assert a["score"] == pytest.approx(0.5625)
+    assert a["n_papers"] == 2 and a["ci_low"] <= a["score"] <= a["ci_high"]
+    b = row(scores, agent="B", dimension="overall")
+    assert b["score"] == pytest.approx((0 + 0.4375) / 2)  # the null agent's missing rows count 0
+    d2 = row(scores, agent="A", dimension="D2")
+    assert (d2["score"], d2["ci_low"], d2["ci_high"], d2["n_papers"]) == (0.5, 0.5, 0.5, 1)
+
+
+def test_errors_excluded_and_counted(tables: dict) -> None:
+    d2 = row(tables["scores_by_run"], agent="A", paper="P1", seed="1", dimension="D2")
+    assert math.isnan(d2["score"]) and d2["n_error"] == 1
+    cov = tables["coverage"]
+    a = row(cov, agent="A", judge="static")
+    assert (a["n_runs"], a["n_runs_failed_execution"]) == (3, 1)
+    assert (a["n_saus_judged"], a["n_saus_error"]) == (8, 1)
+    b = row(cov, agent="B", judge="static")
+    assert (b["n_runs"], b["n_runs_failed_execution"], b["n_saus_error"]) == (2, 0, 0)
+    tax = tables["error_taxonomy"]
+    err = row(tax, agent="A", judge="static", dimension="overall", verdict="error")
+    assert err["count"] == 1 and err["share"] == pytest.approx(1 / 9)
+
+
+def test_runs_papers_saus_judgments_tables(tables: dict) -> None:
+    runs = tables["runs"]
+    assert len(runs) == len(GRID)
+    r = row(runs, agent="A", paper="P2", seed="0")
+    assert r["execution_status"] == "failed" and r["backend"] == "bwrap"
+    assert json.loads(r["metrics"]) == {"acc": 0.9}
+    papers = tables["papers"]
+    assert row(papers, paper="P1")["sau_set_hash"] == "hash-P1"
+    assert not papers["has_tree"].any()
+    assert len(tables["saus"]) == 6 and len(tables["judgments"]) == 15
+    assert tables["tree_scores"].empty
+    assert list(tables["tree_scores"].columns) == agg.TREE_COLUMNS
+
+
+def test_no_reference_judge_gives_empty_agreement(tables: dict) -> None:
+    for name in ("judge_agreement", "judge_confusion"):
+        assert tables[name].empty
+        assert list(tables[name].columns) == agg.TABLES[name]
+
+
+def test_reference_judge_gives_agreement(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "r", reference=True)
+    tables = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    agreement = tables["judge_agreement"]
+    assert set(agreement["judge"]) == {"static"}  # never the reference against itself
+    overall = row(agreement, dimension="overall")
+    assert overall["n"] == 14  # 15 pairs, one static error dropped
+    assert 0 <= overall["exact_agreement"] <= 1 and not math.isnan(overall["kappa_quadratic"])
+    confusion = tables["judge_confusion"]
+    assert confusion["count"].sum() == 15
+    assert row(confusion, reference_verdict="aligned", judge_verdict="error")["count"] == 1
+    assert set(tables["scores_by_agent"]["judge"]) == {"reference", "static"}
+
+
+def test_mixed_sau_versions_are_refused(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "r")
+    run = ("B", "P2", "0")
+    rows = [judgment_row(run, "c1", "D1", "aligned", 1.0, sau_set_hash="hash-old")]
+    path = write_run(root, run, rows)
+    with pytest.raises(UserError, match="sau_set_hash") as err:
+        agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    assert str(path) in str(err.value) and "hash-old" in str(err.value)
+    assert not (root / "tables").exists()  # nothing half-written
+
+
+def test_missing_inputs_name_the_file(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "r")
+    (root / "runs" / "A" / "P1" / "1" / "judgments.parquet").unlink()
+    with pytest.raises(UserError, match=r"A/P1/1/judgments\.parquet: missing"):
+        agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+
+
+def test_execution_json_is_optional(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "r")
+    (root / "runs" / "B" / "P1" / "0" / "execution.json").unlink()
+    tables = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    assert pd.isna(row(tables["runs"], agent="B", paper="P1")["execution_status"])
+    assert row(tables["coverage"], agent="B")["n_runs_failed_execution"] == 0
+
+
+def test_tree_scores_for_a_rubric_paper(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    write_paper(
+        root,
+        "T",
+        [
+            {
+                "sau_id": "a1",
+                "dimension": "D2",
+                "parent": "root/A",
+                "weight": 1.0,
+                "parent_weights": [1.0, 2.0],
+            },
+            {
+                "sau_id": "a2",
+                "dimension": "D2",
+                "parent": "root/A",
+                "weight": 3.0,
+                "parent_weights": [1.0, 2.0],
+            },
+            {
+                "sau_id": "b1",
+                "dimension": "D3",
+                "parent": "root/B",
+                "weight": 1.0,
+                "parent_weights": [1.0, 1.0],
+            },
+            {
+                "sau_id": "b2",
+                "dimension": "D3",
+                "parent": "root/B/B1",
+                "weight": 1.0,
+                "parent_weights": [1.0, 1.0, 1.0],
+            },
+        ],
+    )
+    run = ("A", "T", "0")
+    write_run(
+        root,
+        run,
+        [
+            judgment_row(run, "a1", "D2", "aligned", 1.0),
+            judgment_row(run, "a2", "D2", "drifted", 0.0),
+            judgment_row(run, "b1", "D3", "aligned", 1.0),
+            judgment_row(run, "b2", "D3", "error", math.nan),  # pruned, not 0
+        ],
+    )
+    tables = agg.aggregate(root, [run], ["T"], root / "tables")
+    tree = row(tables["tree_scores"], paper="T")
+    assert tree["score"] == pytest.approx(0.5)
+    assert (tree["n_leaves"], tree["n_leaves_judged"]) == (4, 3)
+    assert bool(row(tables["papers"], paper="T")["has_tree"])
+
+
+def test_summary_markdown(tables: dict) -> None:
+    text = agg.summary_markdown(tables)
+    assert "### Judge `static`" in text
+    assert "| A | 0.562 [" in text and "| B | 0.219 [" in text
+    assert agg.summary_markdown({}).startswith("No scores")
+
+
+def test_cli_discovers_runs(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "r")
+    assert sorted(agg.discover(root)[0]) == sorted(GRID)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sabench.aggregate", "--results", str(root)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Judge `static`" in proc.stdout
+    assert (root / "tables" / "scores_by_agent.parquet").is_file()
+    bad = subprocess.run(
+        [sys.executable, "-m", "sabench.aggregate", "--results", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert bad.returncode == 0 and "No scores" in bad.stdout
