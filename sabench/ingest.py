@@ -55,6 +55,18 @@ def read_markdown(path: Path) -> str:
         raise UserError(path, None, f"cannot read: {exc.strerror}") from None
 
 
+def pdf_title(path: Path) -> str | None:
+    """The PDF's own /Title metadata, more reliable than its first extracted line."""
+    from pypdf import PdfReader
+
+    try:
+        meta = PdfReader(path).metadata
+        title = (meta.title or "").strip() if meta else ""
+    except Exception:
+        return None
+    return title or None
+
+
 def read_pdf(path: Path) -> str:
     """Extract a PDF's text page by page, dropping bare page numbers."""
     from pypdf import PdfReader
@@ -130,9 +142,10 @@ def ingest_paper(paper_dir: Path, out_md: Path, out_json: Path, agent_view: Path
             source, None, f"only {len(text.strip())} characters of text (need {MIN_CHARS})"
         )
     sects = sections(text)
+    title = (pdf_title(source) if source.suffix == ".pdf" else None) or title_of(text, sects, paper)
     meta = {
         "paper": paper,
-        "title": title_of(text, sects, paper),
+        "title": title,
         "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
         "text_sha256": hashlib.sha256(text.encode()).hexdigest(),
         "source_file": source.name,

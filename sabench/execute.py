@@ -1,0 +1,385 @@
+"""The ``execute`` stage: run a submission's reproduce.sh in a fresh sandbox, record what happened.
+
+reproduce.sh runs in a copy (``executed/``), never in ``submission/``: judges read the executed copy
+for results and the pristine submission for code. Whatever the script does (fail, hang, flood, fill
+the disk, eat memory) ends as a status in ``execution.json``, never as a crashed job; only a broken
+configuration (an unknown backend, a missing sandbox env) raises a :class:`UserError`.
+
+Standalone: ``python -m sabench.execute SUBMISSION --agent-view DIR --out DIR [--backend bwrap]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sabench import __version__
+from sabench.contracts import EXECUTION_STATUSES
+from sabench.errors import UserError
+from sabench.io import atomic_path, write_json, write_text
+from sabench.sandbox import Mount, SandboxSpec, backend_names, get_backend
+
+log = logging.getLogger("sabench.execute")
+
+REPRODUCE_SCRIPT = "reproduce.sh"
+PAPER_TARGET = "/paper"
+#: ``execution.json`` has exactly these keys (ARCHITECTURE.md, "Execution record").
+RECORD_KEYS = (
+    "status",
+    "exit_code",
+    "wall_s",
+    "peak_mem_mb",
+    "gpus",
+    "image",
+    "backend",
+    "isolation",
+    "started_at",
+    "files_created",
+    "files_modified",
+    "log_bytes",
+    "metrics",
+    "message",
+    "sabench_version",
+)
+DEFAULT_SETTINGS: dict[str, Any] = {
+    "backend": "auto",
+    "time_limit_s": 600,
+    "mem_mb": 4096,
+    "pids": 512,
+    "output_limit_mb": 1024,
+    "network": "none",
+    "gpus": 0,
+    "image": None,
+    "python_env": None,
+    "log_limit_kb": 256,
+    "metrics_files": ["results.json"],
+}
+#: A metrics file larger than this is not parsed (it is data, not a summary).
+MAX_METRICS_BYTES = 16 << 20
+
+
+def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Defaults filled in and types checked; errors name the ``runtime.<key>`` at fault."""
+    merged = {**DEFAULT_SETTINGS, **{k: v for k, v in (settings or {}).items() if v is not None}}
+    unknown = sorted(set(merged) - set(DEFAULT_SETTINGS))
+    if unknown:
+        log.warning("execute ignores unknown runtime settings: %s", ", ".join(unknown))
+    for key in ("time_limit_s", "mem_mb", "pids", "output_limit_mb", "log_limit_kb"):
+        value = merged[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise UserError(None, f"runtime.{key}", f"must be a positive number, got {value!r}")
+    if merged["backend"] not in backend_names():
+        raise UserError(
+            None,
+            "runtime.backend",
+            f"unknown backend {merged['backend']!r}; choose one of {', '.join(backend_names())}",
+        )
+    files = merged["metrics_files"]
+    if isinstance(files, str):
+        files = [files]
+    for name in files:
+        p = PurePosixPath(str(name))
+        if p.is_absolute() or ".." in p.parts or not p.parts:
+            raise UserError(None, "runtime.metrics_files", f"{name!r} must be a relative path")
+    merged["metrics_files"] = [str(f) for f in files]
+    return merged
+
+
+def _ignore_special(folder: str, names: list[str]) -> list[str]:
+    """copytree filter: skip fifos, sockets and devices (reading a fifo would hang the copy)."""
+    skipped = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            skipped.append(name)
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.append(name)
+    return skipped
+
+
+def fresh_copy(src: Path, dst: Path) -> None:
+    """Replace ``dst`` with a copy of ``src``; links stay links (the tree is agent-written)."""
+    with atomic_path(dst, directory=True) as tmp:
+        if src.is_dir():
+            shutil.copytree(src, tmp, symlinks=True, ignore=_ignore_special, dirs_exist_ok=True)
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def snapshot(root: Path) -> dict[str, dict[str, Any]]:
+    """relative path -> size, mtime_ns, sha256 of each regular file and link (never followed)."""
+    out: dict[str, dict[str, Any]] = {}
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            rel = os.path.relpath(entry.path, root)
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(entry.path)
+            elif stat.S_ISLNK(st.st_mode):
+                target = os.readlink(entry.path)
+                digest = hashlib.sha256(b"link:" + os.fsencode(target)).hexdigest()
+                out[rel] = {"size": len(target), "mtime_ns": st.st_mtime_ns, "sha256": digest}
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    digest = _sha256(entry.path)
+                except OSError:
+                    digest = None
+                out[rel] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
+    return out
+
+
+def diff_snapshots(
+    before: Mapping[str, Mapping[str, Any]], after: Mapping[str, Mapping[str, Any]]
+) -> tuple[list[str], list[str], list[str]]:
+    """(created, modified, deleted); modified means different content, not just a touched mtime."""
+    created = sorted(set(after) - set(before))
+    deleted = sorted(set(before) - set(after))
+    modified = sorted(
+        k
+        for k in set(before) & set(after)
+        if (before[k]["sha256"], before[k]["size"]) != (after[k]["sha256"], after[k]["size"])
+    )
+    return created, modified, deleted
+
+
+def flatten_metrics(data: Mapping[str, Any], prefix: str = "") -> tuple[dict[str, Any], int]:
+    """Nested dicts become dotted keys; numbers, bools and strings are kept; (metrics, dropped)."""
+    out: dict[str, Any] = {}
+    dropped = 0
+    for key, value in data.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, Mapping):
+            sub, n = flatten_metrics(value, name)
+            out.update(sub)
+            dropped += n
+        elif isinstance(value, bool | int | str):
+            out[name] = value
+        elif isinstance(value, float):
+            out[name] = value if math.isfinite(value) else str(value)  # keep the record valid JSON
+        else:
+            dropped += 1
+    return out, dropped
+
+
+def read_metrics(root: Path, files: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """Metrics from the declared files (the first unprefixed, others as ``path:key``) and notes."""
+    metrics: dict[str, Any] = {}
+    notes: list[str] = []
+    real_root = os.path.realpath(root)
+    for index, rel in enumerate(files):
+        path = root / rel
+        if os.path.commonpath([os.path.realpath(path.parent), real_root]) != real_root:
+            notes.append(f"{rel}: outside the submission (a linked folder); not read")
+            continue
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            notes.append(f"no {rel}")
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            notes.append(f"{rel}: not a regular file (links are not followed); not read")
+            continue
+        if st.st_size > MAX_METRICS_BYTES:
+            notes.append(f"{rel}: {st.st_size} bytes, over {MAX_METRICS_BYTES}; not read")
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
+                data = json.loads(fh.read().decode("utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            notes.append(f"{rel}: malformed JSON ({str(exc)[:200]})")
+            continue
+        if not isinstance(data, dict):
+            notes.append(f"{rel}: top level is {type(data).__name__}, not an object; not read")
+            continue
+        flat, dropped = flatten_metrics(data, "")
+        if dropped:
+            notes.append(f"{rel}: {dropped} non-scalar value(s) (lists, nulls) skipped")
+        prefix = "" if index == 0 else f"{rel}:"
+        metrics.update({f"{prefix}{k}": v for k, v in flat.items()})
+    return metrics, notes
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _record(**values: Any) -> dict[str, Any]:
+    record = {key: values.get(key) for key in RECORD_KEYS}
+    record["sabench_version"] = __version__
+    for key in ("files_created", "files_modified"):
+        record[key] = record[key] or []
+    record["metrics"] = record["metrics"] or {}
+    record["message"] = record["message"] or ""
+    assert record["status"] in EXECUTION_STATUSES, record["status"]
+    return record
+
+
+def execute_run(
+    submission: Path,
+    executed: Path,
+    agent_view: Path,
+    record_path: Path,
+    log_path: Path,
+    settings: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Copy ``submission`` to ``executed``, run its reproduce.sh sandboxed, write the record."""
+    submission, executed = Path(submission), Path(executed)
+    record_path, log_path = Path(record_path), Path(log_path)
+    cfg = resolve_settings(settings)
+    if executed.resolve() == submission.resolve():
+        raise UserError(executed, None, "the executed copy must not be the submission itself")
+    fresh_copy(submission, executed)
+    started_at = _now()
+    script = executed / REPRODUCE_SCRIPT
+    if not os.path.lexists(script):
+        why = "submission folder missing" if not submission.is_dir() else f"no {REPRODUCE_SCRIPT}"
+        write_text(log_path, f"[sabench] {why}: nothing to run\n")
+        record = _record(
+            status="no_reproduce_script",
+            wall_s=0.0,
+            gpus=cfg["gpus"],
+            image=cfg["image"],
+            backend=cfg["backend"],
+            isolation="not run",
+            started_at=started_at,
+            log_bytes=0,
+            message=why,
+        )
+        write_json(record_path, record)
+        return record
+    backend = get_backend(cfg["backend"])
+    if cfg["python_env"] is None and backend.needs_python_env:
+        raise UserError(
+            None,
+            "runtime.python_env",
+            f"backend {backend.name!r} needs the sandbox Python env (built from envs/sandbox.txt)",
+        )
+    spec = SandboxSpec(
+        command=["bash", REPRODUCE_SCRIPT],
+        workdir=executed,
+        ro_mounts=[Mount(Path(agent_view), PAPER_TARGET)],
+        time_limit_s=float(cfg["time_limit_s"]),
+        mem_mb=int(cfg["mem_mb"]),
+        pids=int(cfg["pids"]),
+        output_limit_mb=int(cfg["output_limit_mb"]),
+        network=cfg["network"],
+        gpus=cfg["gpus"],
+        image=cfg["image"],
+        python_env=cfg["python_env"],
+        log_limit_kb=int(cfg["log_limit_kb"]),
+    )
+    before = snapshot(executed)
+    started_at = _now()
+    result = backend.run(spec, log_path)
+    after = snapshot(executed)
+    created, modified, deleted = diff_snapshots(before, after)
+    metrics, notes = read_metrics(executed, cfg["metrics_files"])
+    if deleted:
+        notes.append(f"{len(deleted)} file(s) deleted by the run")
+    info = backend.describe(spec)
+    enforced = "; ".join(f"{k}: {v}" for k, v in result.enforcement.items())
+    record = _record(
+        status=result.status,
+        exit_code=result.exit_code,
+        wall_s=result.wall_s,
+        peak_mem_mb=result.peak_mem_mb,
+        gpus=cfg["gpus"],
+        image=info.get("image"),
+        backend=info["backend"],
+        isolation=f"{info['isolation']} | {enforced}" if enforced else info["isolation"],
+        started_at=started_at,
+        files_created=created,
+        files_modified=modified,
+        log_bytes=result.log_bytes,
+        metrics=metrics,
+        message="; ".join(p for p in [result.message, *notes] if p),
+    )
+    write_json(record_path, record)
+    return record
+
+
+def _default_python_env() -> str | None:
+    env = os.environ.get("SABENCH_SANDBOX_ENV")
+    if env:
+        return env
+    repo_env = Path(__file__).resolve().parents[1] / ".venv-sandbox"
+    return str(repo_env) if repo_env.is_dir() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Debugging entry point: run one submission and print its record."""
+    parser = argparse.ArgumentParser(prog="python -m sabench.execute", description=__doc__)
+    parser.add_argument("submission", type=Path)
+    parser.add_argument("--agent-view", type=Path, required=True, help="shown read-only at /paper")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="gets executed/, execution.json/.log"
+    )
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--python-env", default=_default_python_env())
+    for key in ("time_limit_s", "mem_mb", "pids", "output_limit_mb", "log_limit_kb"):
+        parser.add_argument(f"--{key.replace('_', '-')}", type=float, dest=key)
+    parser.add_argument("--network", choices=["none", "full"])
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
+    settings = {
+        k: getattr(args, k)
+        for k in (
+            "backend",
+            "python_env",
+            "network",
+            "time_limit_s",
+            "mem_mb",
+            "pids",
+            "output_limit_mb",
+            "log_limit_kb",
+        )
+    }
+    try:
+        record = execute_run(
+            args.submission,
+            args.out / "executed",
+            args.agent_view,
+            args.out / "execution.json",
+            args.out / "execution.log",
+            settings,
+        )
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(record, indent=2, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

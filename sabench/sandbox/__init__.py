@@ -1,0 +1,231 @@
+"""One interface, several sandbox backends (ARCHITECTURE.md, "Sandbox").
+
+A stage asks for a backend by name (``local``, ``bwrap``, ``auto``; ``docker``, ``podman`` and
+``apptainer`` are registered as planned), fills a :class:`SandboxSpec` and gets a
+:class:`RunResult`. Backends never raise for what the sandboxed code does: a failing, hung or
+flooding command is a status.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, ClassVar, NamedTuple
+
+from sabench.errors import UserError
+
+log = logging.getLogger("sabench.sandbox")
+
+#: What a sandboxed command can end as (a subset of ``contracts.EXECUTION_STATUSES``).
+RUN_STATUSES = ("ok", "failed", "timeout", "oom", "output_limit", "sandbox_error")
+NETWORK_MODES = ("none", "full")
+#: Where the one writable folder appears inside every sandbox, and where the command starts.
+SUBMISSION_TARGET = "/submission"
+#: Targets a read-only mount may not shadow (the system the sandbox runs on).
+_RESERVED_TARGETS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/tmp")
+
+
+class Mount(NamedTuple):
+    """A host folder or file shown read-only inside the sandbox at ``target``."""
+
+    source: Path
+    target: str
+
+
+@dataclass
+class SandboxSpec:
+    """Everything a backend needs to run one command; nothing from the host leaks in implicitly.
+
+    ``env`` holds only what the caller gives: backends add PATH (the python env first), HOME,
+    TMPDIR, LANG, USER and VIRTUAL_ENV, never the host's environment. ``gpus`` and ``image`` are
+    recorded by every backend and used by the container ones.
+    """
+
+    command: list[str]
+    workdir: Path
+    ro_mounts: list[Mount] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    time_limit_s: float = 600.0
+    mem_mb: int = 4096
+    pids: int = 512
+    output_limit_mb: int = 1024
+    network: str = "none"
+    gpus: int | list[int] | str | None = 0
+    image: str | None = None
+    python_env: Path | None = None
+    log_limit_kb: int = 256
+
+    def __post_init__(self) -> None:
+        self.workdir = Path(self.workdir)
+        self.ro_mounts = [Mount(Path(m[0]), str(m[1])) for m in self.ro_mounts]
+        if self.python_env is not None:
+            self.python_env = Path(self.python_env)
+        if not self.command or not all(isinstance(a, str) for a in self.command):
+            raise UserError(None, "command", "needs a non-empty list of strings")
+        if self.network not in NETWORK_MODES:
+            raise UserError(None, "runtime.network", f"must be one of {NETWORK_MODES}")
+        for name in ("time_limit_s", "mem_mb", "pids", "output_limit_mb", "log_limit_kb"):
+            if not getattr(self, name) > 0:
+                raise UserError(
+                    None, f"runtime.{name}", f"must be > 0, got {getattr(self, name)!r}"
+                )
+        seen = {SUBMISSION_TARGET}
+        for m in self.ro_mounts:
+            target = PurePosixPath(m.target)
+            if not target.is_absolute() or ".." in target.parts or str(target) != m.target:
+                raise UserError(
+                    None, "mounts", f"target {m.target!r} must be a clean absolute path"
+                )
+            if (
+                m.target in seen
+                or m.target == "/"
+                or any(m.target == r or m.target.startswith(r + "/") for r in _RESERVED_TARGETS)
+            ):
+                raise UserError(None, "mounts", f"target {m.target!r} is reserved or used twice")
+            seen.add(m.target)
+            if not m.source.exists():
+                raise UserError(
+                    m.source, "mounts", "the source of a read-only mount does not exist"
+                )
+        for key, value in self.env.items():
+            if not isinstance(key, str) or not isinstance(value, str) or not key or "=" in key:
+                raise UserError(None, "env", f"bad variable {key!r}")
+
+    @property
+    def output_limit_bytes(self) -> int:
+        return int(self.output_limit_mb * 1024 * 1024)
+
+    @property
+    def mem_bytes(self) -> int:
+        return int(self.mem_mb * 1024 * 1024)
+
+
+@dataclass
+class RunResult:
+    """How a sandboxed command ended. ``enforcement`` says how each limit was actually enforced."""
+
+    status: str
+    exit_code: int | None
+    wall_s: float
+    peak_mem_mb: float | None
+    log_bytes: int
+    message: str = ""
+    enforcement: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {self.status!r}")
+
+
+class Sandbox(ABC):
+    """A way to run untrusted code. Subclasses set ``name`` and ``isolation``."""
+
+    name: ClassVar[str]
+    #: One line for the record, e.g. "UNSANDBOXED ..." or "sandboxed: ...".
+    isolation: ClassVar[str]
+    #: Whether ``SandboxSpec.python_env`` must be given (the sandbox cannot see the host's Python).
+    needs_python_env: ClassVar[bool] = True
+
+    @abstractmethod
+    def available(self) -> tuple[bool, str]:
+        """Whether this backend can run here, and why not."""
+
+    @abstractmethod
+    def run(self, spec: SandboxSpec, log_path: Path) -> RunResult:
+        """Run ``spec.command``; write its capped log to ``log_path``; its faults are a status."""
+
+    def describe(self, spec: SandboxSpec | None = None) -> dict[str, Any]:
+        """What the execution record says about the sandbox (backend, isolation, image)."""
+        return {
+            "backend": self.name,
+            "isolation": self.isolation,
+            "image": spec.image if spec is not None else None,
+        }
+
+
+#: name -> "module:Class", or None for a backend that is planned but not written yet.
+_REGISTRY: dict[str, str | None] = {
+    "docker": None,
+    "podman": None,
+    "apptainer": None,
+    "bwrap": "sabench.sandbox.bwrap:BwrapSandbox",
+    "local": "sabench.sandbox.local:LocalSandbox",
+}
+#: ``auto`` tries these in order. ``local`` is never among them: agent code is untrusted.
+AUTO_ORDER = ("docker", "podman", "apptainer", "bwrap")
+
+
+def register_backend(name: str, target: str | None) -> None:
+    """Register (or replace) a backend as ``"module:Class"``: how container backends plug in."""
+    if name == "auto":
+        raise ValueError("'auto' is not a backend")
+    _REGISTRY[name] = target
+
+
+def backend_names() -> list[str]:
+    """Every name ``runtime.backend`` accepts, implemented or not."""
+    return [*sorted(_REGISTRY), "auto"]
+
+
+def _load(name: str) -> Sandbox:
+    target = _REGISTRY[name]
+    if target is None:
+        ready = ", ".join(n for n in sorted(_REGISTRY) if _REGISTRY[n]) + ", auto"
+        raise UserError(
+            None,
+            "runtime.backend",
+            f"backend {name!r} is planned but not implemented yet; use {ready}",
+        )
+    module, _, cls = target.partition(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def get_backend(name: str) -> Sandbox:
+    """The backend called ``name``; ``auto``: the first available of ``AUTO_ORDER``, never local."""
+    if name != "auto":
+        if name not in _REGISTRY:
+            raise UserError(
+                None,
+                "runtime.backend",
+                f"unknown backend {name!r}; choose one of {', '.join(backend_names())}",
+            )
+        return _load(name)
+    reasons = []
+    for candidate in AUTO_ORDER:
+        if _REGISTRY.get(candidate) is None:
+            reasons.append(f"{candidate}: not implemented")
+            continue
+        backend = _load(candidate)
+        ok, why = backend.available()
+        if ok:
+            log.info(
+                "runtime.backend auto picked %r (%s)",
+                candidate,
+                "; ".join(reasons) or "first choice",
+            )
+            return backend
+        reasons.append(f"{candidate}: {why}")
+    raise UserError(
+        None,
+        "runtime.backend",
+        "auto found no sandbox (" + "; ".join(reasons) + "); install bubblewrap, or set "
+        "runtime.backend: local for trusted code only (it runs UNSANDBOXED)",
+    )
+
+
+__all__ = [
+    "AUTO_ORDER",
+    "NETWORK_MODES",
+    "RUN_STATUSES",
+    "SUBMISSION_TARGET",
+    "Mount",
+    "RunResult",
+    "Sandbox",
+    "SandboxSpec",
+    "backend_names",
+    "get_backend",
+    "register_backend",
+]
