@@ -10,9 +10,9 @@ CORES ?= 2
 RESULTS ?= results
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup system-deps demo test test-fast lint format dag-benchmark clean
+.PHONY: setup system-deps sandbox-env demo test test-fast lint format dag-benchmark clean
 
-setup: system-deps $(VENV)/.installed $(SANDBOX_ENV)/.installed
+setup: system-deps $(VENV)/.installed sandbox-env
 
 system-deps:
 	@missing=""; \
@@ -30,10 +30,9 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-$(SANDBOX_ENV)/.installed: envs/sandbox.txt
-	$(PYTHON) -m venv $(SANDBOX_ENV)
-	$(SANDBOX_ENV)/bin/pip install -q -r envs/sandbox.txt
-	touch $@
+# Rebuilt by the same code the workflow uses when envs/sandbox.txt changes (a hash stamp inside).
+sandbox-env: $(VENV)/.installed
+	$(BIN)/python -m sabench.sandbox.pyenv $(SANDBOX_ENV) envs/sandbox.txt
 
 demo: setup
 	$(BIN)/snakemake --cores $(CORES) --config results=$(RESULTS)

@@ -2,8 +2,6 @@ rule aggregate:
     """Every table of the grid under <results>/tables/."""
     input:
         judgments=all_runs(RUN + "/judgments.parquet"),
-        agents=all_runs(RUN + "/agent.json"),
-        executions=all_runs(RUN + "/execution.json"),
         saus=expand(R + "/papers/{paper}/saus.parquet", paper=SETTINGS.papers),
         papers=expand(R + "/papers/{paper}/paper.json", paper=SETTINGS.papers),
     output:
@@ -12,6 +10,10 @@ rule aggregate:
     log:
         R + "/logs/aggregate.log",
     localrule: True
+    resources:
+        mem_mb=4000,
+        disk_mb=1000,
+        runtime=30,
     params:
         results=R,
         runs=SETTINGS.runs,
@@ -37,6 +39,10 @@ rule report:
     log:
         R + "/logs/report.log",
     localrule: True
+    resources:
+        mem_mb=1000,
+        disk_mb=1000,
+        runtime=10,
     params:
         tables=R + "/tables",
     script:

@@ -1,9 +1,13 @@
 # Configuration, the grid and input functions. Parse time imports nothing heavy (see sabench.grid).
+import json
+import shlex
 import sys
+from functools import cache
 from pathlib import Path
 
 from sabench.errors import UserError
 from sabench.grid import (
+    SAU_FILES,
     agent_fingerprint,
     judge_fingerprint,
     judge_slug,
@@ -20,6 +24,14 @@ except UserError as exc:
     sys.exit(f"error: {exc}")
 
 R = SETTINGS.results
+RUNTIME = dict(SETTINGS.config["runtime"])
+RUNTIME["python_env"] = str(Path(workflow.basedir) / RUNTIME["python_env"])
+# Steps run as `python -m sabench.<module>` with this interpreter: the same command a user types
+# to debug one step, and no per-job script lookup in the dry run.
+PYTHON = shlex.quote(sys.executable)
+REPO = shlex.quote(workflow.basedir)
+AGENTS_FILE = shlex.quote(str(Path(workflow.basedir) / SETTINGS.config["agents_file"]))
+SANDBOX_REQUIREMENTS = shlex.quote(str(Path(workflow.basedir) / "envs" / "sandbox.txt"))
 PAPERS_DIR = Path(workflow.basedir) / SETTINGS.config["papers_dir"]
 RUN = R + "/runs/{agent}/{paper}/{seed}"
 JUDGE_BY_SLUG = {judge_slug(j): j for j in SETTINGS.judges}
@@ -46,46 +58,66 @@ wildcard_constraints:
     judge="|".join(JUDGE_BY_SLUG),
 
 
-def paper_inputs(wildcards):
-    """The paper text and the addendum the agent also reads."""
-    folder = PAPERS_DIR / wildcards.paper
-    files = [
-        folder / name for name in ("paper.md", "paper.pdf") if (folder / name).is_file()
-    ]
+@cache
+def _paper_inputs(paper):
+    folder = PAPERS_DIR / paper
+    files = [folder / n for n in ("paper.md", "paper.pdf") if (folder / n).is_file()]
     files = files[:1] or [folder / "paper.md"]
-    for name in ("addendum.md", "blacklist.txt"):
-        if (folder / name).is_file():
-            files.append(folder / name)
+    files += [
+        folder / n for n in ("addendum.md", "blacklist.txt") if (folder / n).is_file()
+    ]
     return [str(f) for f in files]
 
 
-def sau_inputs(wildcards):
-    from sabench.grid import SAU_FILES
-
-    folder = PAPERS_DIR / wildcards.paper
+@cache
+def _sau_inputs(paper):
+    folder = PAPERS_DIR / paper
     return [str(folder / name) for name in SAU_FILES if (folder / name).is_file()]
 
 
-def agent_settings(wildcards):
-    return SETTINGS.agents[wildcards.agent]
-
-
-def agent_gpus(wildcards):
-    return int(SETTINGS.agents[wildcards.agent].get("gpus", 0))
-
-
-def judge_params(wildcards):
-    judge = JUDGE_BY_SLUG[wildcards.judge]
-    settings = SETTINGS.config["judge_settings"].get(judge, {})
-    return {
-        "name": judge,
-        "settings": settings,
-        "fingerprint": judge_fingerprint(judge, settings),
+# Input functions and per-agent values are looked up, not recomputed, for every job: the dry run
+# of an SA-Bench-sized grid must stay near Snakemake's own floor.
+AGENT_GPUS = {name: int(a.get("gpus", 0)) for name, a in SETTINGS.agents.items()}
+AGENT_MEM_MB = {name: int(a.get("mem_mb", 4096)) for name, a in SETTINGS.agents.items()}
+AGENT_RUNTIME_MIN = {
+    name: int(a.get("time_limit_s", 3600) // 60) + 10
+    for name, a in SETTINGS.agents.items()
+}
+AGENT_PARAMS = {
+    name: {**agent, "fingerprint": agent_fingerprint(name, agent)}
+    for name, agent in SETTINGS.agents.items()
+}
+JUDGE_PARAMS = {}
+for _slug, _judge in JUDGE_BY_SLUG.items():
+    _settings = SETTINGS.config["judge_settings"].get(_judge, {})
+    JUDGE_PARAMS[_slug] = {
+        "name": _judge,
+        "settings": _settings,
+        "settings_json": json.dumps(_settings, sort_keys=True),
+        "fingerprint": judge_fingerprint(_judge, _settings),
     }
 
 
-def run_judgments(wildcards):
-    return expand(RUN + "/judge/{judge}.parquet", judge=JUDGE_BY_SLUG, **wildcards)
+def paper_inputs(wildcards):
+    """The paper text and what the agent reads beside it."""
+    return _paper_inputs(wildcards.paper)
+
+
+def sau_inputs(wildcards):
+    return _sau_inputs(wildcards.paper)
+
+
+def by_wildcard(name, values):
+    """A constant when every key has the same value, else a lookup by the wildcard ``name``."""
+    distinct = {repr(v) for v in values.values()}
+    if len(distinct) == 1:
+        return next(iter(values.values()))
+    return lambda wildcards: values[wildcards[name]]
+
+
+RUN_JUDGMENTS = expand(
+    RUN + "/judge/{judge}.parquet", judge=JUDGE_BY_SLUG, allow_missing=True
+)
 
 
 def all_runs(pattern):

@@ -9,10 +9,14 @@ rule execute:
     log:
         RUN + "/execution.log",
     resources:
-        gpu=agent_gpus,
-        runtime=lambda w: int(SETTINGS.config["runtime"]["time_limit_s"] // 60) + 5,
+        gpu=by_wildcard("agent", AGENT_GPUS),
+        mem_mb=RUNTIME["mem_mb"] + 1024,
+        disk_mb=RUNTIME["output_limit_mb"] + 1024,
+        runtime=int(RUNTIME["time_limit_s"] // 60) + 5,
     params:
-        runtime=SETTINGS.config["runtime"],
-        repo=workflow.basedir,
-    script:
-        "../scripts/execute.py"
+        settings=json.dumps(RUNTIME, sort_keys=True),
+    shell:
+        PYTHON + " -m sabench.execute {input.submission:q} --agent-view {input.view:q}"
+        ' --out "$(dirname {output.record:q})" --settings {params.settings:q} --requirements '
+        + SANDBOX_REQUIREMENTS
+        + " --quiet"

@@ -9,7 +9,11 @@ rule ingest:
     log:
         R + "/logs/ingest/{paper}.log",
     localrule: True
+    resources:
+        mem_mb=1000,
+        disk_mb=1000,
+        runtime=10,
     params:
-        paper_dir=lambda w: str(PAPERS_DIR / w.paper),
+        paper_dir=str(PAPERS_DIR / "{paper}"),
     script:
         "../scripts/ingest.py"

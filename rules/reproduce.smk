@@ -12,10 +12,18 @@ rule reproduce:
     log:
         RUN + "/agent.log",
     resources:
-        gpu=agent_gpus,
+        gpu=by_wildcard("agent", AGENT_GPUS),
+        mem_mb=by_wildcard("agent", AGENT_MEM_MB),
+        disk_mb=10000,
+        runtime=by_wildcard("agent", AGENT_RUNTIME_MIN),
     params:
-        agent=agent_settings,
-        fingerprint=lambda w: agent_fingerprint(w.agent, SETTINGS.agents[w.agent]),
-        repo=workflow.basedir,
-    script:
-        "../scripts/reproduce.py"
+        agent=by_wildcard("agent", AGENT_PARAMS),
+    shell:
+        PYTHON
+        + " -m sabench.agents {wildcards.agent} {wildcards.paper} --seed {wildcards.seed}"
+        " --agents-file "
+        + AGENTS_FILE
+        + " --repo "
+        + REPO
+        + ' --out "$(dirname {output.record:q})"'
+        " > {log:q} 2>&1"

@@ -8,7 +8,11 @@ rule saus:
     log:
         R + "/logs/saus/{paper}.log",
     localrule: True
+    resources:
+        mem_mb=1000,
+        disk_mb=1000,
+        runtime=10,
     params:
-        paper_dir=lambda w: str(PAPERS_DIR / w.paper),
+        paper_dir=str(PAPERS_DIR / "{paper}"),
     script:
         "../scripts/saus.py"

@@ -29,6 +29,8 @@ from sabench.contracts import EXECUTION_STATUSES
 from sabench.errors import UserError
 from sabench.io import atomic_path, write_json, write_text
 from sabench.sandbox import Mount, SandboxSpec, backend_names, get_backend
+from sabench.sandbox.pyenv import ensure_sandbox_env
+from sabench.steps import step
 
 log = logging.getLogger("sabench.execute")
 
@@ -337,35 +339,42 @@ def _default_python_env() -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Debugging entry point: run one submission and print its record."""
+    """Run one submission and print its record; the workflow's execute rule calls this too."""
     parser = argparse.ArgumentParser(prog="python -m sabench.execute", description=__doc__)
     parser.add_argument("submission", type=Path)
     parser.add_argument("--agent-view", type=Path, required=True, help="shown read-only at /paper")
     parser.add_argument(
         "--out", type=Path, required=True, help="gets executed/, execution.json/.log"
     )
-    parser.add_argument("--backend", default="auto")
-    parser.add_argument("--python-env", default=_default_python_env())
+    parser.add_argument("--settings", type=json.loads, default={}, help="runtime settings (JSON)")
+    parser.add_argument("--backend")
+    parser.add_argument("--python-env")
+    parser.add_argument(
+        "--requirements", type=Path, help="build --python-env from this file when missing or stale"
+    )
     for key in ("time_limit_s", "mem_mb", "pids", "output_limit_mb", "log_limit_kb"):
         parser.add_argument(f"--{key.replace('_', '-')}", type=float, dest=key)
     parser.add_argument("--network", choices=["none", "full"])
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the status line")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    settings = {
-        k: getattr(args, k)
-        for k in (
-            "backend",
-            "python_env",
-            "network",
-            "time_limit_s",
-            "mem_mb",
-            "pids",
-            "output_limit_mb",
-            "log_limit_kb",
-        )
-    }
-    try:
+    settings = dict(args.settings)
+    for key in (
+        "backend",
+        "python_env",
+        "network",
+        "time_limit_s",
+        "mem_mb",
+        "pids",
+        "output_limit_mb",
+        "log_limit_kb",
+    ):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    settings.setdefault("backend", "auto")
+    settings["python_env"] = settings.get("python_env") or _default_python_env()
+    with step(None, "execute"):
+        if args.requirements and settings["python_env"]:
+            ensure_sandbox_env(settings["python_env"], args.requirements)
         record = execute_run(
             args.submission,
             args.out / "executed",
@@ -374,10 +383,10 @@ def main(argv: list[str] | None = None) -> int:
             args.out / "execution.log",
             settings,
         )
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(record, indent=2, sort_keys=True))
+    if args.quiet:
+        print(f"{args.out}: {record['status']} in {record['wall_s']}s ({record['backend']})")
+    else:
+        print(json.dumps(record, indent=2, sort_keys=True))
     return 0
 
 

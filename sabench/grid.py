@@ -228,4 +228,3 @@ def judge_fingerprint(judge: str, settings: dict[str, Any]) -> str:
 def agent_fingerprint(name: str, agent: dict[str, Any]) -> str:
     """What an agent was given; a change reruns that agent and nothing else."""
     return fingerprint({"agent": name, **agent})
-

@@ -91,28 +91,36 @@ def merge_judgments(inputs: list[Path], out: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Judge one run folder with one judge; the workflow's judge rule calls this too."""
+    from sabench.steps import step
+
     parser = argparse.ArgumentParser(description="Judge one run folder with one judge.")
     parser.add_argument("run_dir", type=Path, help="results/runs/<agent>/<paper>/<seed>")
     parser.add_argument("--saus", type=Path, required=True, help="the paper's saus.parquet")
     parser.add_argument("--judge", default="static")
+    parser.add_argument("--settings", type=json.loads, default={}, help="judge settings (JSON)")
+    parser.add_argument("--fingerprint", default="standalone")
     parser.add_argument("--out", type=Path, help="default: <run_dir>/judge/<judge>.parquet")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     args = parser.parse_args(argv)
     out = args.out or args.run_dir / "judge" / f"{args.judge}.parquet"
-    rows = judge_run(
-        args.judge,
-        {},
-        "standalone",
-        args.run_dir / "submission",
-        args.run_dir / "execution.json",
-        args.run_dir / "agent.json",
-        args.saus,
-        out,
-    )
-    for row in rows:
-        print(
-            f"{row['sau_id']:<28} {row['verdict']:<12} {row['score']!s:<5} {row['reasoning'][:90]}"
+    with step(None, "judge"):
+        rows = judge_run(
+            args.judge,
+            args.settings,
+            args.fingerprint,
+            args.run_dir / "submission",
+            args.run_dir / "execution.json",
+            args.run_dir / "agent.json",
+            args.saus,
+            out,
         )
-    print(json.dumps({"judgments": len(rows), "out": str(out)}))
+    verdicts: dict[str, int] = {}
+    for row in rows:
+        verdicts[row["verdict"]] = verdicts.get(row["verdict"], 0) + 1
+        if not args.quiet:
+            print(f"{row['sau_id']:<28} {row['verdict']:<12} {row['reasoning'][:90]}")
+    print(f"{args.run_dir}: {args.judge}: {len(rows)} SAUs judged {verdicts} -> {out}")
     return 0
 
 

@@ -20,7 +20,6 @@ from sabench.execute import (
     resolve_settings,
 )
 from sabench.sandbox import get_backend
-from sabench.sandbox.pyenv import ensure_sandbox_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,14 +35,6 @@ cp /paper/paper.md out/paper_copy.md
 echo changed >> data.txt
 echo "model" > out/model.txt
 """
-
-
-@pytest.fixture(scope="session")
-def sandbox_env() -> Path:
-    try:
-        return ensure_sandbox_env(REPO / ".venv-sandbox", REPO / "envs" / "sandbox.txt")
-    except Exception as exc:
-        pytest.skip(f"cannot build the sandbox env .venv-sandbox: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -20,18 +20,8 @@ from sabench.sandbox._common import LogCapture, resolve_python_env
 from sabench.sandbox.bwrap import BwrapSandbox
 from sabench.sandbox.cgroups import PREFIX, CgroupUnavailable, RunCgroup
 from sabench.sandbox.local import LocalSandbox
-from sabench.sandbox.pyenv import ensure_sandbox_env
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="session")
-def sandbox_env() -> Path:
-    """The project's sandbox Python env (built once from envs/sandbox.txt when missing)."""
-    try:
-        return ensure_sandbox_env(REPO / ".venv-sandbox", REPO / "envs" / "sandbox.txt")
-    except Exception as exc:  # no index reachable, no venv module...
-        pytest.skip(f"cannot build the sandbox env .venv-sandbox: {exc}")
 
 
 @pytest.fixture(scope="session")

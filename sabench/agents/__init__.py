@@ -99,28 +99,35 @@ def run_agent(
 
 
 def main(argv: list[str] | None = None) -> int:
-    import yaml
+    """Run one agent on one paper; the workflow's reproduce rule calls this too."""
+    from sabench.grid import load_agents
+    from sabench.steps import step
 
-    parser = argparse.ArgumentParser(description="Run one agent on one paper (replay and null).")
+    parser = argparse.ArgumentParser(description="Run one agent on one paper into a run folder.")
     parser.add_argument("agent")
     parser.add_argument("paper")
     parser.add_argument("--seed", default="0")
     parser.add_argument("--agents-file", type=Path, default=Path("config/agents.yaml"))
+    parser.add_argument("--repo", type=Path, default=Path.cwd(), help="base of relative paths")
     parser.add_argument("--out", type=Path, required=True, help="run folder")
     args = parser.parse_args(argv)
-    agents = yaml.safe_load(args.agents_file.read_text())
-    if args.agent not in agents:
-        print(f"error: {args.agents_file}: agent {args.agent!r} not defined", file=sys.stderr)
-        return 2
-    data = run_agent(
-        args.agent,
-        agents[args.agent],
-        args.paper,
-        args.seed,
-        args.out / "submission",
-        args.out / "agent.json",
-        Path.cwd(),
-    )
+    with step(None, "reproduce") as log:
+        agents = load_agents(args.agents_file)
+        if args.agent not in agents:
+            from sabench.errors import UserError
+
+            raise UserError(args.agents_file, args.agent, "agent not defined")
+        data = run_agent(
+            args.agent,
+            agents[args.agent],
+            args.paper,
+            args.seed,
+            args.out / "submission",
+            args.out / "agent.json",
+            args.repo,
+        )
+        if data["error"]:
+            log.warning("%s", data["error"])
     print(f"{args.agent}/{args.paper}/{args.seed}: {data['status']} ({data['n_files']} files)")
     return 0
 

@@ -52,3 +52,21 @@ def ensure_sandbox_env(path: Path | str, requirements: Path | str, *, timeout_s:
             )
         stamp.write_text(digest + "\n")
     return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="Build the sandbox Python env when missing or stale."
+    )
+    parser.add_argument("path", type=Path)
+    parser.add_argument("requirements", type=Path)
+    args = parser.parse_args(argv)
+    ensure_sandbox_env(args.path, args.requirements)
+    print(f"sandbox Python env: {args.path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
