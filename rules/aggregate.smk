@@ -1,21 +1,22 @@
 rule aggregate:
     """Every table of the grid under <results>/tables/."""
     input:
-        judgments=all_runs(RUN + "/judgments.parquet"),
-        saus=expand(R + "/papers/{paper}/saus.parquet", paper=SETTINGS.papers),
-        papers=expand(R + "/papers/{paper}/paper.json", paper=SETTINGS.papers),
+        judgments=all_runs(run_file("judgments.parquet")),
+        saus=expand(paper_file("saus.parquet"), paper=SETTINGS.papers),
+        papers=expand(paper_file("paper.json"), paper=SETTINGS.papers),
     output:
-        [R + f"/tables/{table}.parquet" for table in TABLES],
-        summary=R + "/tables/summary.md",
+        [result(f"tables/{table}.parquet") for table in TABLES],
+        summary=result("tables/summary.md"),
     log:
-        R + "/logs/aggregate.log",
+        result("logs/aggregate.log"),
     localrule: True
+    conda:
+        "../envs/sabench.yaml"
     resources:
         mem_mb=4000,
         disk_mb=1000,
         runtime=30,
     params:
-        results=R,
         runs=SETTINGS.runs,
         papers=SETTINGS.papers,
     script:
@@ -25,25 +26,25 @@ rule aggregate:
 rule report:
     """Plots and a small HTML page; the figures also go into `snakemake --report`."""
     input:
-        [R + f"/tables/{table}.parquet" for table in TABLES],
+        [result(f"tables/{table}.parquet") for table in TABLES],
     output:
         figures=[
             report(
-                R + f"/report/{name}.png",
+                result(f"report/{name}.png"),
                 caption="../report/figures.rst",
                 category="Scores",
             )
             for name in REPORT_FIGURES
         ],
-        index=R + "/report/index.html",
+        index=result("report/index.html"),
     log:
-        R + "/logs/report.log",
+        result("logs/report.log"),
     localrule: True
+    conda:
+        "../envs/sabench.yaml"
     resources:
         mem_mb=1000,
         disk_mb=1000,
         runtime=10,
-    params:
-        tables=R + "/tables",
     script:
         "../scripts/report.py"

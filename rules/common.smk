@@ -6,6 +6,7 @@ from functools import cache
 from pathlib import Path
 
 from sabench.errors import UserError
+from sabench.judging import merge_judgments
 from sabench.grid import (
     SAU_FILES,
     agent_fingerprint,
@@ -28,12 +29,15 @@ RUNTIME = dict(SETTINGS.config["runtime"])
 RUNTIME["python_env"] = str(Path(workflow.basedir) / RUNTIME["python_env"])
 # Steps run as `python -m sabench.<module>` with this interpreter: the same command a user types
 # to debug one step, and no per-job script lookup in the dry run.
-PYTHON = shlex.quote(sys.executable)
+if "conda" in str(workflow.deployment_settings.deployment_method).lower():
+    PYTHON = f"PYTHONPATH={shlex.quote(workflow.basedir)} python"
+else:
+    PYTHON = shlex.quote(sys.executable)
 REPO = shlex.quote(workflow.basedir)
 AGENTS_FILE = shlex.quote(str(Path(workflow.basedir) / SETTINGS.config["agents_file"]))
 SANDBOX_REQUIREMENTS = shlex.quote(str(Path(workflow.basedir) / "envs" / "sandbox.txt"))
 PAPERS_DIR = Path(workflow.basedir) / SETTINGS.config["papers_dir"]
-RUN = R + "/runs/{agent}/{paper}/{seed}"
+RUN = f"{R}/runs/{{agent}}/{{paper}}/{{seed}}"
 JUDGE_BY_SLUG = {judge_slug(j): j for j in SETTINGS.judges}
 TABLES = (
     "papers",
@@ -116,7 +120,7 @@ def by_wildcard(name, values):
 
 
 RUN_JUDGMENTS = expand(
-    RUN + "/judge/{judge}.parquet", judge=JUDGE_BY_SLUG, allow_missing=True
+    f"{RUN}/judge/{{judge}}.parquet", judge=JUDGE_BY_SLUG, allow_missing=True
 )
 
 
@@ -127,5 +131,20 @@ def all_runs(pattern):
     ]
 
 
+def result(path):
+    """A path under the results root."""
+    return f"{R}/{path}"
+
+
+def paper_file(name):
+    return f"{R}/papers/{{paper}}/{name}"
+
+
+def run_file(name):
+    return f"{RUN}/{name}"
+
+
 def all_targets():
-    return [f"{R}/tables/{t}.parquet" for t in TABLES] + [f"{R}/report/index.html"]
+    return [result(f"tables/{t}.parquet") for t in TABLES] + [
+        result("report/index.html")
+    ]

@@ -1,13 +1,15 @@
 rule execute:
     """Run reproduce.sh on a copy of the submission in a fresh sandbox; every outcome is a status."""
     input:
-        submission=ancient(RUN + "/submission"),
-        view=ancient(R + "/papers/{paper}/agent_view"),
+        submission=ancient(run_file("submission")),
+        view=ancient(paper_file("agent_view")),
     output:
-        executed=directory(RUN + "/executed"),
-        record=RUN + "/execution.json",
+        executed=directory(run_file("executed")),
+        record=run_file("execution.json"),
     log:
-        RUN + "/execution.log",
+        run_file("execution.log"),
+    conda:
+        "../envs/sabench.yaml"
     resources:
         gpu=by_wildcard("agent", AGENT_GPUS),
         mem_mb=RUNTIME["mem_mb"] + 1024,
@@ -16,7 +18,6 @@ rule execute:
     params:
         settings=json.dumps(RUNTIME, sort_keys=True),
     shell:
-        PYTHON + " -m sabench.execute {input.submission:q} --agent-view {input.view:q}"
-        ' --out "$(dirname {output.record:q})" --settings {params.settings:q} --requirements '
-        + SANDBOX_REQUIREMENTS
-        + " --quiet"
+        f"{PYTHON} -m sabench.execute {{input.submission:q}} --agent-view {{input.view:q}}"
+        f' --out "$(dirname {{output.record:q}})" --settings {{params.settings:q}}'
+        f" --requirements {SANDBOX_REQUIREMENTS} --quiet"

@@ -3,12 +3,14 @@ rule ingest:
     input:
         paper_inputs,
     output:
-        text=R + "/papers/{paper}/paper.md",
-        meta=R + "/papers/{paper}/paper.json",
-        view=directory(R + "/papers/{paper}/agent_view"),
+        text=paper_file("paper.md"),
+        meta=paper_file("paper.json"),
+        view=directory(paper_file("agent_view")),
     log:
-        R + "/logs/ingest/{paper}.log",
+        result("logs/ingest/{paper}.log"),
     localrule: True
+    conda:
+        "../envs/sabench.yaml"
     resources:
         mem_mb=1000,
         disk_mb=1000,

@@ -1,14 +1,16 @@
 rule judge:
     """One judge scores every SAU of one run; its fingerprint reruns exactly this judge."""
     input:
-        submission=RUN + "/submission",
-        execution=RUN + "/execution.json",
-        agent=RUN + "/agent.json",
-        saus=R + "/papers/{paper}/saus.parquet",
+        submission=run_file("submission"),
+        execution=run_file("execution.json"),
+        agent=run_file("agent.json"),
+        saus=paper_file("saus.parquet"),
     output:
-        RUN + "/judge/{judge}.parquet",
+        run_file("judge/{judge}.parquet"),
     log:
-        RUN + "/logs/judge-{judge}.log",
+        run_file("logs/judge-{judge}.log"),
+    conda:
+        "../envs/sabench.yaml"
     resources:
         mem_mb=2000,
         disk_mb=1000,
@@ -16,10 +18,10 @@ rule judge:
     params:
         judge=by_wildcard("judge", JUDGE_PARAMS),
     shell:
-        PYTHON
-        + ' -m sabench.judging "$(dirname {input.agent:q})" --saus {input.saus:q} --out {output:q}'
-        " --judge {params.judge[name]:q} --fingerprint {params.judge[fingerprint]}"
-        " --settings {params.judge[settings_json]:q} --quiet > {log:q} 2>&1"
+        f'{PYTHON} -m sabench.judging "$(dirname {{input.agent:q}})" --saus {{input.saus:q}}'
+        f" --out {{output:q}} --judge {{params.judge[name]:q}}"
+        f" --fingerprint {{params.judge[fingerprint]}}"
+        f" --settings {{params.judge[settings_json]:q}} --quiet > {{log:q}} 2>&1"
 
 
 rule judgments:
@@ -27,9 +29,9 @@ rule judgments:
     input:
         RUN_JUDGMENTS,
     output:
-        RUN + "/judgments.parquet",
+        run_file("judgments.parquet"),
+    log:
+        run_file("logs/judgments.log"),
     localrule: True
     run:
-        from sabench.judging import merge_judgments
-
-        merge_judgments([Path(p) for p in input], Path(output[0]))
+        merge_judgments(input, output[0], log[0])

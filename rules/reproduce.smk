@@ -5,12 +5,14 @@ rule reproduce:
     touching a paper never reruns an agent; changing the agent's settings does.
     """
     input:
-        view=ancient(R + "/papers/{paper}/agent_view"),
+        view=ancient(paper_file("agent_view")),
     output:
-        submission=directory(RUN + "/submission"),
-        record=RUN + "/agent.json",
+        submission=directory(run_file("submission")),
+        record=run_file("agent.json"),
     log:
-        RUN + "/agent.log",
+        run_file("agent.log"),
+    conda:
+        "../envs/sabench.yaml"
     resources:
         gpu=by_wildcard("agent", AGENT_GPUS),
         mem_mb=by_wildcard("agent", AGENT_MEM_MB),
@@ -19,11 +21,6 @@ rule reproduce:
     params:
         agent=by_wildcard("agent", AGENT_PARAMS),
     shell:
-        PYTHON
-        + " -m sabench.agents {wildcards.agent} {wildcards.paper} --seed {wildcards.seed}"
-        " --agents-file "
-        + AGENTS_FILE
-        + " --repo "
-        + REPO
-        + ' --out "$(dirname {output.record:q})"'
-        " > {log:q} 2>&1"
+        f"{PYTHON} -m sabench.agents {{wildcards.agent}} {{wildcards.paper}}"
+        f" --seed {{wildcards.seed}} --agents-file {AGENTS_FILE} --repo {REPO}"
+        f' --out "$(dirname {{output.record:q}})" > {{log:q}} 2>&1'

@@ -1,13 +1,15 @@
 rule saus:
     """Import the paper's curated SAUs and check each against the paper text."""
     input:
-        text=R + "/papers/{paper}/paper.md",
+        text=paper_file("paper.md"),
         sources=sau_inputs,
     output:
-        R + "/papers/{paper}/saus.parquet",
+        paper_file("saus.parquet"),
     log:
-        R + "/logs/saus/{paper}.log",
+        result("logs/saus/{paper}.log"),
     localrule: True
+    conda:
+        "../envs/sabench.yaml"
     resources:
         mem_mb=1000,
         disk_mb=1000,

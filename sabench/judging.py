@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,9 @@ def judge_run(
     return rows
 
 
-def merge_judgments(inputs: list[Path], out: Path) -> int:
+def merge_judgments(
+    inputs: Iterable[str | Path], out: str | Path, log: str | Path | None = None
+) -> int:
     """Concatenate the per-judge tables of one run."""
     import pandas as pd
 
@@ -87,6 +90,8 @@ def merge_judgments(inputs: list[Path], out: Path) -> int:
         else pd.DataFrame(columns=list(JUDGMENT_COLUMNS))
     )
     write_parquet(out, frame)
+    if log:
+        Path(log).write_text(f"{len(frame)} judgments from {len(frames)} judge file(s)\n")
     return len(frame)
 
 

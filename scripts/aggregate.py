@@ -12,7 +12,7 @@ if "snakemake" not in globals():
 
 sm = snakemake  # noqa: F821
 with step(sm.log[0], "aggregate") as log:
-    results = Path(sm.params.results)
+    results = Path(sm.output.summary).parents[1]
     tables = aggregate.aggregate(
         results, [tuple(r) for r in sm.params.runs], list(sm.params.papers), results / "tables"
     )
