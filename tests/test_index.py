@@ -1,0 +1,245 @@
+"""The submission index: file kinds, Python facts, configs, shell commands, terms."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from sabench.index import (
+    CODE,
+    CONFIG,
+    DOCS,
+    TESTS,
+    build_index,
+    classify,
+    identifier_terms,
+    squash,
+    text_terms,
+)
+
+TRAIN = '''\
+"""Training script."""
+import argparse
+
+LR = 0.01
+BATCH_SIZE: int = 64
+low, high = -10.0, 10.0
+DATASETS = {"blobs-3": {"n_samples": 450, "cluster_std": 1.0}}
+
+
+class Trainer:
+    def __init__(self, lr=3e-4, *, epochs=100):
+        self.lr = lr
+        self.momentum = 0.9
+
+    def step(self):
+        pass
+
+    def evaluate(self):
+        """Not there yet."""
+        raise NotImplementedError
+
+    def todo(self):
+        # TODO: implement the metric
+        return 0.0
+
+
+def load():
+    return [1, 2]
+
+
+def fit(model, data):
+    opt = make_optimizer(model, lr=1e-3, weight_decay=5e-4)
+    for batch in data:
+        loss = model(batch)
+        loss.backward()
+        opt.step()
+    return opt
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("-b", "--batch-size", type=int, default=32)
+    args = parser.parse_args()
+    data = load()
+    model = build(args)
+    fit(model, data)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "config.yaml").write_text(
+        "optimizer:\n  name: adam\n  lr: 1e-4\n  betas: [0.9, 0.999]\ntrain:\n  epochs: 20\n"
+    )
+    (tmp_path / "params.json").write_text('{\n  "seed": 42,\n  "model": {"hidden_dim": 256}\n}\n')
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\nset -e\npython train.py --lr 0.1 \\\n  --epochs 5 && python eval.py\n"
+    )
+    (tmp_path / "README.md").write_text("# Repro\nWe use a learning rate of 0.05.\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_train.py").write_text("def test_lr():\n    assert 0.05\n")
+    (tmp_path / "broken.py").write_text("def broken(:\n    lr = 0.5\n")
+    (tmp_path / "weights.pt").write_bytes(b"\x00\x01binary")
+    (tmp_path / "big.py").write_text("x = 1\n" * 200_000)  # over 1 MB
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("lr = 99\n")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"\x00")
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "pyvenv.cfg").write_text("home = /usr\n")
+    return tmp_path
+
+
+def line_of(text: str) -> int:
+    """1-based line of the first line of TRAIN that contains ``text``."""
+    return next(i for i, line in enumerate(TRAIN.splitlines(), 1) if text in line)
+
+
+def facts(index, **where):
+    return [f for f in index.facts if all(getattr(f, k) == v for k, v in where.items())]
+
+
+def test_files_are_classified_and_skipped(repo: Path) -> None:
+    index = build_index(repo)
+    kinds = {f.path: f.kind for f in index.files}
+    assert kinds == {
+        "README.md": DOCS,
+        "broken.py": CODE,
+        "config.yaml": CONFIG,
+        "params.json": CONFIG,
+        "run.sh": CODE,
+        "tests/test_train.py": TESTS,
+        "train.py": CODE,
+    }
+    assert index.skipped >= 2  # the binary and the file over 1 MB
+    assert classify("docs/guide.py")[0] == DOCS
+    assert classify("requirements.txt")[0] == CONFIG
+    assert classify("src/model_test.py")[0] == TESTS
+
+
+def test_python_assignments(repo: Path) -> None:
+    index = build_index(repo)
+    (lr,) = facts(index, name="LR")
+    assert (lr.kind, lr.numbers, lr.line) == ("assign", (0.01,), line_of("LR = "))
+    assert lr.terms == ("learn", "rate")
+    assert facts(index, name="BATCH_SIZE")[0].numbers == (64.0,)  # annotated
+    assert facts(index, name="low")[0].numbers == (-10.0,)  # tuple unpacking
+    assert facts(index, name="high")[0].numbers == (10.0,)
+    momentum = facts(index, name="self.momentum")[0]
+    assert momentum.numbers == (0.9,) and momentum.line == line_of("self.momentum")
+    assert facts(index, name="self.lr")[0].numbers == ()  # an expression, not a literal
+
+
+def test_kwargs_defaults_argparse_and_dict_keys(repo: Path) -> None:
+    index = build_index(repo)
+    wd = facts(index, kind="kwarg", name="weight_decay")[0]
+    assert wd.numbers == (5e-4,) and wd.context[-1] == "make_optimizer"
+    assert wd.line == line_of("weight_decay=")
+    assert facts(index, kind="default", name="lr")[0].numbers == (3e-4,)
+    assert facts(index, kind="default", name="epochs")[0].numbers == (100.0,)  # keyword-only
+    assert facts(index, kind="argparse", name="--lr")[0].numbers == (0.05,)
+    bs = facts(index, kind="argparse", name="--batch-size")[0]
+    assert bs.numbers == (32.0,) and bs.terms == ("batch", "size")
+    n = facts(index, kind="key", name="n_samples")[0]
+    assert n.numbers == (450.0,) and n.context == ("blobs-3",)
+
+
+def test_functions_stubs_and_call_order(repo: Path) -> None:
+    index = build_index(repo)
+    fns = {f.qualname: f for f in index.functions}
+    assert fns["Trainer.step"].stub
+    assert fns["Trainer.evaluate"].stub  # docstring + raise NotImplementedError
+    assert fns["Trainer.todo"].stub  # TODO comment + trivial return
+    assert not fns["load"].stub
+    assert not fns["fit"].stub
+    fit = fns["fit"]
+    assert (fit.start, fit.end) == (line_of("def fit"), line_of("    return opt"))
+    assert fit.body_start == fit.start + 1
+    assert [c for c, _ in fns["main"].calls] == [
+        "ArgumentParser",
+        "add_argument",
+        "add_argument",
+        "parse_args",
+        "load",
+        "build",
+        "fit",
+    ]
+    assert [c for c, _ in fns["fit"].calls] == ["make_optimizer", "model", "backward", "step"]
+    guard = line_of("__main__")
+    assert index.main_blocks["train.py"] == (guard, guard + 1)
+    assert ("main", guard + 1) in index.module_calls["train.py"]
+
+
+def test_config_keys_with_lines(repo: Path) -> None:
+    index = build_index(repo)
+    lr = facts(index, name="optimizer.lr")[0]
+    assert (lr.kind, lr.numbers, lr.line) == ("config", (1e-4,), 3)  # "1e-4" is a string in YAML
+    assert facts(index, name="optimizer.betas")[0].numbers == (0.9, 0.999)
+    assert facts(index, name="train.epochs")[0].line == 6
+    seed = facts(index, name="seed")[0]
+    assert (seed.file, seed.numbers, seed.line) == ("params.json", (42.0,), 2)
+    assert facts(index, name="model.hidden_dim")[0].terms == identifier_terms("hidden dimension")
+
+
+def test_shell_commands_and_flags(repo: Path) -> None:
+    index = build_index(repo)
+    cmds = [c for c, _ in index.commands["run.sh"]]
+    assert cmds == ["set -e", "python train.py --lr 0.1 --epochs 5", "python eval.py"]
+    assert facts(index, kind="cli", name="--lr")[0].numbers == (0.1,)
+
+
+def test_broken_python_falls_back_to_text(repo: Path) -> None:
+    index = build_index(repo)
+    fid = index.file_id("broken.py")
+    assert fid is not None
+    assert not facts(index, file="broken.py")
+    assert (fid, 2) in index.term_sites("learn")  # still searchable as text
+
+
+def test_terms_keys_comments_and_literals(repo: Path) -> None:
+    index = build_index(repo)
+    train = index.file_id("train.py")
+    assert index.is_comment(train, 1)  # module docstring
+    assert index.is_comment(train, line_of("# TODO"))
+    assert not index.is_comment(train, line_of("LR = "))
+    assert (train, line_of("blobs-3")) in index.key_sites("blobs3")
+    assert (train, line_of("LR = ")) in index.literal_sites(0.01)
+    assert index.literal_sites(1e-4)  # from the YAML
+    assert index.functions_named("fit")[0].file == "train.py"
+
+
+def test_tokenisation_and_synonyms() -> None:
+    assert identifier_terms("learningRate") == identifier_terms("lr") == ("learn", "rate")
+    assert identifier_terms("num_epochs") == identifier_terms("n_epochs") == ("epoch",)
+    assert identifier_terms("bs") == identifier_terms("batch_size")
+    assert identifier_terms("wd") == ("weight", "decay")
+    assert identifier_terms("lam") == identifier_terms("lmbda") == ("lambda",)
+    assert identifier_terms("hidden_dim") == identifier_terms("hidden_dimension")
+    assert identifier_terms("HTTPServer") == ("http", "serv")
+    assert text_terms("standardise") == text_terms("standardization")
+    assert text_terms("the converged run") == ["converg", "run"]
+    assert squash("blobs-3") == squash("blobs_3") == squash("Blobs3") == "blobs3"
+
+
+def test_empty_and_missing_roots(tmp_path: Path) -> None:
+    assert build_index(tmp_path).empty
+    assert build_index(tmp_path / "nope").empty
+
+
+def test_index_is_fast(tmp_path: Path) -> None:
+    for i in range(30):
+        (tmp_path / f"m{i}.py").write_text(TRAIN)
+    t0 = time.perf_counter()
+    index = build_index(tmp_path)
+    elapsed = time.perf_counter() - t0
+    assert len(index.files) == 30
+    assert elapsed < 1.0, elapsed  # ~2,000 lines: tens of milliseconds
