@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 FLAT = """
@@ -35,6 +37,7 @@ rule one:
 SAME_SHAPE = """
 PAPERS = {papers!r}
 RUNS = {runs!r}
+JUDGES = {judges!r}
 RUN = "r/runs/{{agent}}/{{paper}}/{{seed}}"
 rule all:
     input: "r/tables.done", "r/report.done"
@@ -55,10 +58,10 @@ rule execute:
     shell: "touch {{output}}"
 rule judge:
     input: RUN + "/submission", RUN + "/execution.json", RUN + "/agent.json", "r/papers/{{paper}}/saus.parquet"
-    output: RUN + "/judge/static.parquet"
+    output: RUN + "/judge/{{judge}}.parquet"
     shell: "touch {{output}}"
 rule judgments:
-    input: RUN + "/judge/static.parquet"
+    input: expand(RUN + "/judge/{{judge}}.parquet", judge=JUDGES, allow_missing=True)
     output: RUN + "/judgments.parquet"
     shell: "touch {{output}}"
 rule aggregate:
@@ -120,11 +123,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sabench-dag-") as tmp:
         root = Path(tmp)
         config, papers, runs = make_grid(root, args.papers, args.agents, args.seeds)
+        # one judge job per run and configured judge, as in ours
+        judges = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["judges"]
         ours = [dry_run(["--config", *config], REPO) for _ in range(args.repeat)]
         jobs = ours[0][1]
         timings = {}
         for name, text in (
-            ("floor", SAME_SHAPE.format(papers=papers, runs=runs)),
+            ("floor", SAME_SHAPE.format(papers=papers, runs=runs, judges=judges)),
             ("flat", FLAT.format(n=jobs - 1)),
         ):
             folder = root / name

@@ -26,7 +26,7 @@ rule aggregate:
 rule report:
     """Plots and a small HTML page; the figures also go into `snakemake --report`."""
     input:
-        [result(f"tables/{table}.parquet") for table in TABLES],
+        [result(f"tables/{table}.parquet") for table in TABLES] + DRIFT_TABLES,
     output:
         figures=[
             report(
@@ -48,3 +48,61 @@ rule report:
         runtime=10,
     script:
         "../scripts/report.py"
+
+
+if SETTINGS.drift_runs:
+
+    rule drift:
+        """Drift injection: mutants of the submissions with one known drift each, re-judged."""
+        input:
+            submissions=[
+                run_file("submission").format(agent=a, paper=p, seed=s)
+                for a, p, s in SETTINGS.drift_runs
+            ],
+            saus=sorted(
+                {
+                    paper_file("saus.parquet").format(paper=p)
+                    for _, p, _ in SETTINGS.drift_runs
+                }
+            ),
+            reference=(
+                [
+                    run_file("judge/reference.parquet").format(
+                        agent=a, paper=p, seed=s
+                    )
+                    for a, p, s in SETTINGS.drift_runs
+                ]
+                if "reference" in SETTINGS.judges
+                else []
+            ),
+        output:
+            result("tables/drift_injection.parquet"),
+        log:
+            result("logs/drift.log"),
+        conda:
+            "../envs/sabench.yaml"
+        resources:
+            mem_mb=4000,
+            disk_mb=2000,
+            runtime=120,
+        params:
+            runs=" ".join(f"{a}/{p}/{s}" for a, p, s in SETTINGS.drift_runs),
+            judges=",".join(DRIFT["judges"]),
+            settings=lambda wildcards: json.dumps(
+                {
+                    j: SETTINGS.config["judge_settings"].get(j, {})
+                    for j in DRIFT["judges"]
+                },
+                sort_keys=True,
+            ),
+            fingerprints=[
+                judge_fingerprint(j, SETTINGS.config["judge_settings"].get(j, {}))
+                for j in DRIFT["judges"]
+            ],
+            code=DRIFT_CODE,
+        shell:
+            f"{PYTHON} -m sabench.drift --results {shlex.quote(R)} --runs {{params.runs}}"
+            f" --judges {{params.judges:q}} --settings {{params.settings:q}}"
+            f" --max-per-run {DRIFT['max_per_run']}"
+            f" --min-reference-score {DRIFT['min_reference_score']}"
+            f" --out {{output:q}} > {{log:q}} 2>&1"

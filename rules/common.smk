@@ -1,4 +1,5 @@
 # Configuration, the grid and input functions. Parse time imports nothing heavy (see sabench.grid).
+import hashlib
 import json
 import shlex
 import sys
@@ -26,7 +27,16 @@ except UserError as exc:
 
 R = SETTINGS.results
 RUNTIME = dict(SETTINGS.config["runtime"])
+# false: no execute jobs at all; judges get no execution record (re-judging replayed code).
+EXECUTE = RUNTIME.pop("execute", True)
 RUNTIME["python_env"] = str(Path(workflow.basedir) / RUNTIME["python_env"])
+# The sandbox settings of model agents' tools: in the command line, not in params, so tuning the
+# execution limits never reruns an agent.
+TOOL_RUNTIME = (
+    shlex.quote(json.dumps(RUNTIME, sort_keys=True)).replace("{", "{{").replace("}", "}}")
+)
+if RUNTIME.get("image_cache"):
+    RUNTIME["image_cache"] = str(Path(workflow.basedir) / RUNTIME["image_cache"])
 # Steps run as `python -m sabench.<module>` with this interpreter: the same command a user types
 # to debug one step, and no per-job script lookup in the dry run.
 if "conda" in str(workflow.deployment_settings.deployment_method).lower():
@@ -34,7 +44,6 @@ if "conda" in str(workflow.deployment_settings.deployment_method).lower():
 else:
     PYTHON = shlex.quote(sys.executable)
 REPO = shlex.quote(workflow.basedir)
-AGENTS_FILE = shlex.quote(str(Path(workflow.basedir) / SETTINGS.config["agents_file"]))
 SANDBOX_REQUIREMENTS = shlex.quote(str(Path(workflow.basedir) / "envs" / "sandbox.txt"))
 PAPERS_DIR = Path(workflow.basedir) / SETTINGS.config["papers_dir"]
 RUN = f"{R}/runs/{{agent}}/{{paper}}/{{seed}}"
@@ -75,8 +84,19 @@ def _paper_inputs(paper):
 
 @cache
 def _sau_inputs(paper):
+    if SETTINGS.config["saus_path"]:
+        return [SETTINGS.config["saus_path"].format(paper=paper)]
     folder = PAPERS_DIR / paper
     return [str(folder / name) for name in SAU_FILES if (folder / name).is_file()]
+
+
+@cache
+def _check_inputs(paper):
+    """Check files (``checks/`` beside the SAU file): editing one re-imports the SAUs."""
+    folders = {Path(f).parent / "checks" for f in _sau_inputs(paper)}
+    return sorted(
+        str(p) for d in folders if d.is_dir() for p in d.iterdir() if p.is_file()
+    )
 
 
 # Input functions and per-agent values are looked up, not recomputed, for every job: the dry run
@@ -87,9 +107,20 @@ AGENT_RUNTIME_MIN = {
     name: int(a.get("time_limit_s", 3600) // 60) + 10
     for name, a in SETTINGS.agents.items()
 }
+# Slurm turns gpu + gpu_model into --gpus=<model>:<n>; a model without GPUs would ask for
+# --gpus=<model>:0, so it is named only for agents that have GPUs.
+AGENT_GPU_MODEL = {
+    name: str(a.get("gpu_model") or "") if AGENT_GPUS[name] else ""
+    for name, a in SETTINGS.agents.items()
+}
+AGENT_CPUS = {name: int(a.get("cpus", 1)) for name, a in SETTINGS.agents.items()}
 AGENT_PARAMS = {
     name: {**agent, "fingerprint": agent_fingerprint(name, agent)}
     for name, agent in SETTINGS.agents.items()
+}
+# The agent's settings travel with the job (agents may be generated from benchmark data).
+AGENT_SPECS = {
+    name: json.dumps(agent, sort_keys=True) for name, agent in SETTINGS.agents.items()
 }
 JUDGE_PARAMS = {}
 for _slug, _judge in JUDGE_BY_SLUG.items():
@@ -109,6 +140,10 @@ def paper_inputs(wildcards):
 
 def sau_inputs(wildcards):
     return _sau_inputs(wildcards.paper)
+
+
+def check_inputs(wildcards):
+    return _check_inputs(wildcards.paper)
 
 
 def by_wildcard(name, values):
@@ -144,7 +179,21 @@ def run_file(name):
     return f"{RUN}/{name}"
 
 
+# Drift injection (drift_injection): one table, also shown in the report.
+DRIFT = SETTINGS.config["drift"]
+DRIFT_TABLES = [result("tables/drift_injection.parquet")] if SETTINGS.drift_runs else []
+DRIFT_CODE = (
+    hashlib.sha256(
+        (Path(workflow.basedir) / "sabench" / "drift.py").read_bytes()
+    ).hexdigest()[:16]
+    if SETTINGS.drift_runs
+    else ""
+)
+
+
 def all_targets():
-    return [result(f"tables/{t}.parquet") for t in TABLES] + [
-        result("report/index.html")
-    ]
+    return (
+        [result(f"tables/{t}.parquet") for t in TABLES]
+        + DRIFT_TABLES
+        + [result("report/index.html")]
+    )

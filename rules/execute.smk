@@ -12,6 +12,8 @@ rule execute:
         "../envs/sabench.yaml"
     resources:
         gpu=by_wildcard("agent", AGENT_GPUS),
+        gpu_model=by_wildcard("agent", AGENT_GPU_MODEL),
+        cpus_per_task=by_wildcard("agent", AGENT_CPUS),
         mem_mb=RUNTIME["mem_mb"] + 1024,
         disk_mb=RUNTIME["output_limit_mb"] + 1024,
         runtime=int(RUNTIME["time_limit_s"] // 60) + 5,

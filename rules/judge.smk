@@ -2,9 +2,12 @@ rule judge:
     """One judge scores every SAU of one run; its fingerprint reruns exactly this judge."""
     input:
         submission=run_file("submission"),
-        execution=run_file("execution.json"),
+        execution=run_file("execution.json") if EXECUTE else [],
         agent=run_file("agent.json"),
         saus=paper_file("saus.parquet"),
+        # for judges that run code (exec): ancient, so that re-ingesting a paper reruns no judge
+        executed=ancient(run_file("executed")) if EXECUTE else [],
+        view=ancient(paper_file("agent_view")),
     output:
         run_file("judge/{judge}.parquet"),
     log:
@@ -12,16 +15,19 @@ rule judge:
     conda:
         "../envs/sabench.yaml"
     resources:
+        cpus_per_task=1,
         mem_mb=2000,
         disk_mb=1000,
         runtime=30,
     params:
         judge=by_wildcard("judge", JUDGE_PARAMS),
+        runtime=json.dumps(RUNTIME, sort_keys=True),
     shell:
         f'{PYTHON} -m sabench.judging "$(dirname {{input.agent:q}})" --saus {{input.saus:q}}'
         f" --out {{output:q}} --judge {{params.judge[name]:q}}"
         f" --fingerprint {{params.judge[fingerprint]}}"
-        f" --settings {{params.judge[settings_json]:q}} --quiet > {{log:q}} 2>&1"
+        f" --settings {{params.judge[settings_json]:q}} --agent-view {{input.view:q}}"
+        f" --runtime {{params.runtime:q}} --quiet > {{log:q}} 2>&1"
 
 
 rule judgments:

@@ -15,12 +15,16 @@ rule reproduce:
         "../envs/sabench.yaml"
     resources:
         gpu=by_wildcard("agent", AGENT_GPUS),
+        gpu_model=by_wildcard("agent", AGENT_GPU_MODEL),
+        cpus_per_task=by_wildcard("agent", AGENT_CPUS),
         mem_mb=by_wildcard("agent", AGENT_MEM_MB),
         disk_mb=10000,
         runtime=by_wildcard("agent", AGENT_RUNTIME_MIN),
     params:
         agent=by_wildcard("agent", AGENT_PARAMS),
+        spec=by_wildcard("agent", AGENT_SPECS),
     shell:
         f"{PYTHON} -m sabench.agents {{wildcards.agent}} {{wildcards.paper}}"
-        f" --seed {{wildcards.seed}} --agents-file {AGENTS_FILE} --repo {REPO}"
+        f" --seed {{wildcards.seed}} --spec {{params.spec:q}} --repo {REPO}"
+        f" --agent-view {{input.view:q}} --runtime {TOOL_RUNTIME}"
         f' --out "$(dirname {{output.record:q}})" > {{log:q}} 2>&1'

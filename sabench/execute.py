@@ -28,7 +28,9 @@ from sabench import __version__
 from sabench.contracts import EXECUTION_STATUSES
 from sabench.errors import UserError
 from sabench.io import atomic_path, write_json, write_text
-from sabench.sandbox import Mount, SandboxSpec, backend_names, get_backend
+from sabench.sandbox import ISOLATION_KEYS, Mount, SandboxSpec, backend_names, get_backend
+from sabench.sandbox.gpu import GpuSampler, NoGpuError, allocate, nvidia_smi
+from sabench.sandbox.gpu import normalize_request as normalize_gpu_request
 from sabench.sandbox.pyenv import ensure_sandbox_env
 from sabench.steps import step
 
@@ -53,6 +55,7 @@ RECORD_KEYS = (
     "metrics",
     "message",
     "sabench_version",
+    "gpu_usage",
 )
 DEFAULT_SETTINGS: dict[str, Any] = {
     "backend": "auto",
@@ -66,6 +69,8 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "python_env": None,
     "log_limit_kb": 256,
     "metrics_files": ["results.json"],
+    "isolation": {},
+    "image_cache": None,
 }
 #: A metrics file larger than this is not parsed (it is data, not a summary).
 MAX_METRICS_BYTES = 16 << 20
@@ -95,6 +100,18 @@ def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
         if p.is_absolute() or ".." in p.parts or not p.parts:
             raise UserError(None, "runtime.metrics_files", f"{name!r} must be a relative path")
     merged["metrics_files"] = [str(f) for f in files]
+    try:
+        normalize_gpu_request(merged["gpus"])
+    except ValueError as exc:
+        raise UserError(None, "runtime.gpus", str(exc)) from None
+    isolation = merged["isolation"]
+    if not isinstance(isolation, Mapping) or any(
+        k not in ISOLATION_KEYS or not isinstance(v, bool) for k, v in isolation.items()
+    ):
+        raise UserError(
+            None, "runtime.isolation", f"must map {', '.join(ISOLATION_KEYS)} to true/false"
+        )
+    merged["isolation"] = dict(isolation)
     return merged
 
 
@@ -286,6 +303,42 @@ def execute_run(
             "runtime.python_env",
             f"backend {backend.name!r} needs the sandbox Python env (built from envs/sandbox.txt)",
         )
+    for key, value in cfg["isolation"].items():
+        if value is False and backend.name in ("bwrap", "local"):
+            log.warning("runtime.isolation.%s=false is ignored by backend %s", key, backend.name)
+    run_id = "/".join(executed.resolve().parts[-4:-1])
+    try:
+        with allocate(cfg["gpus"], owner=run_id) as gpu_ids:
+            return _execute_in_sandbox(
+                backend, cfg, executed, agent_view, record_path, log_path, gpu_ids
+            )
+    except NoGpuError as exc:  # asked for GPUs this host cannot give: a status, at once
+        write_text(log_path, f"[sabench] status=sandbox_error: {exc}\n")
+        record = _record(
+            status="sandbox_error",
+            wall_s=0.0,
+            gpus=cfg["gpus"],
+            image=cfg["image"],
+            backend=backend.name,
+            isolation=backend.describe(None)["isolation"],
+            started_at=_now(),
+            log_bytes=0,
+            message=str(exc),
+        )
+        write_json(record_path, record)
+        return record
+
+
+def _execute_in_sandbox(
+    backend: Any,
+    cfg: dict[str, Any],
+    executed: Path,
+    agent_view: Path,
+    record_path: Path,
+    log_path: Path,
+    gpu_ids: list[str],
+) -> dict[str, Any]:
+    """The sandboxed run proper (GPUs, if any, already allocated) and its record."""
     spec = SandboxSpec(
         command=["bash", REPRODUCE_SCRIPT],
         workdir=executed,
@@ -295,14 +348,23 @@ def execute_run(
         pids=int(cfg["pids"]),
         output_limit_mb=int(cfg["output_limit_mb"]),
         network=cfg["network"],
-        gpus=cfg["gpus"],
+        gpus=gpu_ids or cfg["gpus"],
         image=cfg["image"],
         python_env=cfg["python_env"],
         log_limit_kb=int(cfg["log_limit_kb"]),
+        isolation=cfg["isolation"],
+        options={"image_cache": cfg["image_cache"]},
     )
     before = snapshot(executed)
     started_at = _now()
-    result = backend.run(spec, log_path)
+    sampler = GpuSampler(gpu_ids) if gpu_ids and nvidia_smi() else None
+    if sampler is not None:
+        sampler.start()
+    try:
+        result = backend.run(spec, log_path)
+    finally:
+        if sampler is not None:
+            sampler.stop()
     after = snapshot(executed)
     created, modified, deleted = diff_snapshots(before, after)
     metrics, notes = read_metrics(executed, cfg["metrics_files"])
@@ -325,6 +387,9 @@ def execute_run(
         log_bytes=result.log_bytes,
         metrics=metrics,
         message="; ".join(p for p in [result.message, *notes] if p),
+        gpu_usage=sampler.summary()
+        if sampler is not None
+        else ({"ids": gpu_ids, "count": len(gpu_ids)} if gpu_ids else None),
     )
     write_json(record_path, record)
     return record

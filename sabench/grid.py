@@ -21,8 +21,8 @@ from sabench.errors import UserError
 
 PAPER_FILES = ("paper.md", "paper.pdf")
 SAU_FILES = ("saus.yaml", "saus.yml", "saus.json", "sau.json", "rubric.json")
-IMPLEMENTED_AGENT_KINDS = ("replay", "null")
-IMPLEMENTED_JUDGES = ("static",)
+IMPLEMENTED_AGENT_KINDS = ("replay", "null", "basic", "pipeline")
+IMPLEMENTED_JUDGES = ("static", "reference", "exec")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "config" / "schema"
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -30,7 +30,45 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: Source files whose content defines each judge; their hash is the judge's fingerprint.
 JUDGE_SOURCES = {
     "static": ("judges/static.py", "index.py", "values.py", "contracts.py"),
+    "reference": ("benchmarks_io/reference.py", "contracts.py"),
+    "exec": ("judges/exec_judge.py", "checks.py", "contracts.py"),
+    # llm:<model>: its code, the LLM layer, its prompt templates and the retrieval it reuses
+    "llm": (
+        "judges/llm_judge.py",
+        "llm/*.py",
+        "templates/judge_*.j2",
+        "templates/repair.j2",
+        "judges/static.py",
+        "index.py",
+        "values.py",
+        "contracts.py",
+    ),
 }
+#: LLM SAU extraction (``saus_extraction``): the same, with the extraction prompts.
+EXTRACT_SOURCES = (
+    "extract.py",
+    "saus.py",
+    "llm/*.py",
+    "templates/extract_*.j2",
+    "templates/repair.j2",
+)
+#: LLM settings that change how calls are made, not what is asked: not part of fingerprints (the
+#: response cache does not key on them either), so moving to another endpoint reruns nothing.
+LLM_OPERATIONAL_SETTINGS = (
+    "api_base",
+    "api_key_env",
+    "concurrency",
+    "timeout_s",
+    "max_retries",
+    "backoff_s",
+    "backoff_max_s",
+    "cache",
+    "cache_dir",
+)
+
+
+def judge_available(judge: str) -> bool:
+    return judge in IMPLEMENTED_JUDGES or (judge.startswith("llm:") and len(judge) > 4)
 
 
 @dataclass
@@ -42,6 +80,8 @@ class Settings:
     papers: list[str]
     judges: list[str]
     runs: list[tuple[str, str, str]] = field(default_factory=list)
+    #: runs whose submissions the drift rule mutates (empty unless drift_injection)
+    drift_runs: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def results(self) -> str:
@@ -123,21 +163,37 @@ def discover_papers(papers_dir: Path) -> list[str]:
     )
 
 
-def check_paper_folder(paper_dir: Path) -> None:
+def check_paper_folder(
+    paper_dir: Path, saus_path: str | None = None, extract: str | None = None
+) -> None:
+    """A paper file and an SAU file; without one, ``extract`` (an LLM, saus_extraction.extractor)
+    makes the SAUs."""
     if not paper_dir.is_dir():
         raise UserError(paper_dir, "papers", "paper folder not found")
     if not any((paper_dir / f).is_file() for f in PAPER_FILES):
         raise UserError(paper_dir, None, "no paper.md or paper.pdf in this paper folder")
-    if not any((paper_dir / f).is_file() for f in SAU_FILES):
-        raise UserError(paper_dir, None, f"no SAU file (one of {', '.join(SAU_FILES)})")
+    if saus_path:
+        sau_file = Path(saus_path.format(paper=paper_dir.name))
+        if not sau_file.is_file():
+            raise UserError(sau_file, "saus_path", f"no SAU file for paper {paper_dir.name!r}")
+    elif not extract and not any((paper_dir / f).is_file() for f in SAU_FILES):
+        raise UserError(
+            paper_dir,
+            None,
+            f"no SAU file (one of {', '.join(SAU_FILES)}; or set saus_extraction.extractor)",
+        )
 
 
-def load_agents(path: Path) -> dict[str, dict[str, Any]]:
-    data = _load_yaml(path, "agents file")
-    if isinstance(data, dict) and None in data:
-        raise UserError(path, "null", 'an agent named null must be quoted: "null":')
-    validate(data, "agents.schema.yaml", path)
-    for name, agent in data.items():
+def replay_template(agent: dict[str, Any]) -> str:
+    """Where a replay agent reads from: its folder ``path``, or ``archive`` + ``member``."""
+    if "archive" in agent:
+        return f"{agent['archive']}/{agent.get('member', '')}"
+    return str(agent.get("path", ""))
+
+
+def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
+    """Kinds this version runs, and a replay source that names the paper."""
+    for name, agent in agents.items():
         if agent["kind"] not in IMPLEMENTED_AGENT_KINDS:
             raise UserError(
                 path,
@@ -145,15 +201,32 @@ def load_agents(path: Path) -> dict[str, dict[str, Any]]:
                 f"kind {agent['kind']!r} is not available in this version "
                 f"(available: {', '.join(IMPLEMENTED_AGENT_KINDS)})",
             )
-        if agent["kind"] == "replay" and "{paper}" not in agent.get("path", ""):
+        if agent["kind"] in ("basic", "pipeline") and not agent.get("model"):
+            raise UserError(path, f"{name}.model", f"a {agent['kind']} agent needs a model")
+        if agent["kind"] != "replay":
+            continue
+        if "archive" in agent and "path" in agent:
+            raise UserError(path, f"{name}.archive", "give either path or archive, not both")
+        if "{paper}" not in replay_template(agent):
+            field_name = f"{name}.archive" if "archive" in agent else f"{name}.path"
             raise UserError(
-                path, f"{name}.path", "a replay agent needs a path template with {paper}"
+                path, field_name, "a replay agent needs a path template with {paper}"
             )
+
+
+def load_agents(path: Path) -> dict[str, dict[str, Any]]:
+    data = _load_yaml(path, "agents file")
+    if isinstance(data, dict) and None in data:
+        raise UserError(path, "null", 'an agent named null must be quoted: "null":')
+    validate(data, "agents.schema.yaml", path)
+    check_agents(data, path)
     return data
 
 
 def agent_seeds(agent: dict[str, Any], default: list[int]) -> list[str]:
-    if agent["kind"] == "null" or (agent["kind"] == "replay" and "{seed}" not in agent["path"]):
+    if agent["kind"] == "null" or (
+        agent["kind"] == "replay" and "{seed}" not in replay_template(agent)
+    ):
         return ["0"]
     return [str(s) for s in agent.get("seeds", default)]
 
@@ -162,16 +235,22 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
     """Validate ``config`` (as Snakemake merged it) and build the grid."""
     validate(config, "config.schema.yaml", config_path)
     config = fill_defaults(config, _schema("config.schema.yaml"))
-    agents_path = workdir / config["agents_file"]
-    all_agents = load_agents(agents_path)
+    all_agents = _benchmark_data(config, workdir, config_path)
+    agents_path = workdir / config["agents_file"] if config["agents_file"] else None
+    if agents_path is not None:
+        for name, agent in load_agents(agents_path).items():
+            if name in all_agents:
+                raise UserError(
+                    agents_path, name, f"agent {name!r} is also generated from the benchmark data"
+                )
+            all_agents[name] = agent
     wanted_agents = _as_list(config["agents"])
     if wanted_agents is None:
         wanted_agents = list(all_agents)
     for name in wanted_agents:
         if name not in all_agents:
-            raise UserError(
-                config_path, "agents", f"agent {name!r} is not defined in {agents_path}"
-            )
+            where = agents_path or "the benchmark data"
+            raise UserError(config_path, "agents", f"agent {name!r} is not defined in {where}")
     papers_dir = workdir / config["papers_dir"]
     wanted_papers = _as_list(config["papers"])
     if wanted_papers is None:
@@ -182,16 +261,25 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
             )
     for paper in wanted_papers:
         check_id(paper, config_path, "papers")
-        check_paper_folder(papers_dir / paper)
+        check_paper_folder(
+            papers_dir / paper, config["saus_path"], config["saus_extraction"]["extractor"]
+        )
     judges = list(dict.fromkeys(config["judges"]))
     for judge in judges:
-        if judge not in IMPLEMENTED_JUDGES:
+        if not judge_available(judge):
             raise UserError(
                 config_path,
                 "judges",
                 f"judge {judge!r} is not available in this version "
-                f"(available: {', '.join(IMPLEMENTED_JUDGES)})",
+                f"(available: {', '.join(IMPLEMENTED_JUDGES)}, llm:<model>)",
             )
+    if "reference" in judges and not config["judge_settings"].get("reference", {}).get("path"):
+        raise UserError(
+            config_path,
+            "judge_settings.reference.path",
+            "judge reference needs the verdict files: a path template with {paper} "
+            "(or set sabench_data / paperbench_data)",
+        )
     agents = {name: all_agents[name] for name in wanted_agents}
     runs = [
         (agent, paper, seed)
@@ -199,7 +287,70 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
         for paper in wanted_papers
         for seed in agent_seeds(agents[agent], config["seeds"])
     ]
-    return Settings(config=config, agents=agents, papers=wanted_papers, judges=judges, runs=runs)
+    return Settings(
+        config=config,
+        agents=agents,
+        papers=wanted_papers,
+        judges=judges,
+        runs=runs,
+        drift_runs=_drift_runs(config, agents, runs, config_path),
+    )
+
+
+def _drift_runs(
+    config: dict[str, Any],
+    agents: dict[str, dict[str, Any]],
+    runs: list[tuple[str, str, str]],
+    config_path: str | Path,
+) -> list[tuple[str, str, str]]:
+    """The runs the drift rule mutates (``drift_injection``), its judges checked."""
+    drift = config["drift"]
+    if not config["drift_injection"]:
+        return []
+    for i, judge in enumerate(drift["judges"]):
+        if judge == "reference" or not judge_available(judge):
+            raise UserError(
+                config_path,
+                f"drift.judges[{i}]",
+                f"judge {judge!r} cannot re-judge mutants (it must read the code)",
+            )
+    wanted = _as_list(drift["agents"])
+    for name in wanted or []:
+        if name not in agents:
+            raise UserError(config_path, "drift.agents", f"agent {name!r} is not in the grid")
+    return [r for r in runs if wanted is None or r[0] in wanted]
+
+
+def _benchmark_data(
+    config: dict[str, Any], workdir: Path, config_path: str | Path
+) -> dict[str, dict[str, Any]]:
+    """Apply ``sabench_data`` / ``paperbench_data``: papers, SAU files, replay agents and judge
+    ``reference`` come from the benchmark's folder (listed, never unpacked). Returns the agents."""
+    from sabench.benchmarks_io.layouts import layout_from_config
+
+    layout = layout_from_config(config, workdir, config_path)
+    if layout is None:
+        if config["saus_path"] and "{paper}" not in config["saus_path"]:
+            raise UserError(config_path, "saus_path", "needs a {paper} placeholder")
+        if config["saus_path"] and not Path(config["saus_path"]).is_absolute():
+            config["saus_path"] = str(workdir / config["saus_path"])
+        reference = config["judge_settings"].get("reference")
+        if reference and reference.get("path") and not Path(reference["path"]).is_absolute():
+            config["judge_settings"] = dict(config["judge_settings"])
+            config["judge_settings"]["reference"] = {
+                **reference,
+                "path": str(workdir / reference["path"]),
+            }
+        return {}
+    config["papers_dir"] = str(layout.papers_dir)
+    config["saus_path"] = layout.saus_path
+    config["judge_settings"] = dict(config["judge_settings"])
+    config["judge_settings"]["reference"] = {
+        **layout.reference,
+        **config["judge_settings"].get("reference", {}),
+    }
+    check_agents(layout.agents, f"{config_path} ({layout.key})")
+    return dict(layout.agents)
 
 
 def fingerprint(data: Any) -> str:
@@ -216,15 +367,35 @@ def judge_slug(judge: str) -> str:
 def _source_hash(judge: str) -> str:
     digest = hashlib.sha256()
     for rel in JUDGE_SOURCES.get(judge.split(":")[0], ()):
-        digest.update((PACKAGE_DIR / rel).read_bytes())
+        for path in sorted(PACKAGE_DIR.glob(rel)):
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
 def judge_fingerprint(judge: str, settings: dict[str, Any]) -> str:
     """Changes exactly when the judge's code or its settings change, so only that judge reruns."""
+    if judge.startswith("llm:"):
+        settings = {k: v for k, v in settings.items() if k not in LLM_OPERATIONAL_SETTINGS}
     return fingerprint({"judge": judge, "code": _source_hash(judge), "settings": settings})
+
+
+def extraction_fingerprint(extraction: dict[str, Any], settings: dict[str, Any]) -> str:
+    """Of LLM SAU extraction: its code and prompts, model and settings (not the operational ones)."""
+    digest = hashlib.sha256()
+    for rel in EXTRACT_SOURCES:
+        for path in sorted(PACKAGE_DIR.glob(rel)):
+            digest.update(path.read_bytes())
+    given = {k: v for k, v in settings.items() if k not in LLM_OPERATIONAL_SETTINGS}
+    options = {k: v for k, v in extraction.items() if k != "settings"}
+    return fingerprint({"code": digest.hexdigest(), "options": options, "settings": given})
+
+
+#: Agent keys that only say where its jobs are scheduled (moving a grid to a cluster and naming the
+#: site's GPU model must not rerun the agents).
+SCHEDULING_KEYS = ("gpu_model", "cpus")
 
 
 def agent_fingerprint(name: str, agent: dict[str, Any]) -> str:
     """What an agent was given; a change reruns that agent and nothing else."""
-    return fingerprint({"agent": name, **agent})
+    given = {k: v for k, v in agent.items() if k not in SCHEDULING_KEYS}
+    return fingerprint({"agent": name, **given})

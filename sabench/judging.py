@@ -28,7 +28,37 @@ def run_judge(
     submission: Path,
     saus: list[dict[str, Any]],
     execution: dict[str, Any] | None,
+    run: dict[str, Any] | None = None,
+    *,
+    run_dir: Path | None = None,
+    agent_view: Path | None = None,
+    runtime: dict[str, Any] | None = None,
 ) -> list[Judgment]:
+    """``run``: the run's agent record (agent, paper, seed), for judges that look verdicts up.
+    ``run_dir`` (holding ``executed/``), ``agent_view`` and ``runtime`` (the sandbox settings) are
+    for judges that run code."""
+    if name.startswith("llm:"):
+        from sabench.judges.llm_judge import judge_llm
+
+        log_path = (run_dir or Path(submission).parent) / "execution.log"
+        return judge_llm(name, settings, submission, saus, execution, log_path=log_path)
+    if name == "exec":
+        from sabench.judges.exec_judge import judge_exec
+
+        executed = (run_dir or Path(submission).parent) / "executed"
+        return judge_exec(
+            submission,
+            saus,
+            execution,
+            executed=executed,
+            agent_view=agent_view,
+            runtime=runtime,
+            settings=settings,
+        )
+    if name == "reference":
+        from sabench.benchmarks_io.reference import judge_reference
+
+        return judge_reference(settings, saus, run or {})
     if name == "static":
         from sabench.judges.static import judge_static
 
@@ -45,6 +75,9 @@ def judge_run(
     agent_path: Path,
     saus_path: Path,
     out: Path,
+    *,
+    agent_view: Path | None = None,
+    runtime: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Judge one run and write ``out``; rows carry the provenance the aggregation checks."""
     import pandas as pd
@@ -53,7 +86,17 @@ def judge_run(
     execution = read_json(execution_path) if execution_path.is_file() else None
     saus, sau_hash = _load_saus(saus_path)
     t0 = time.monotonic()
-    judgments = run_judge(name, settings, submission, saus, execution)
+    judgments = run_judge(
+        name,
+        settings,
+        submission,
+        saus,
+        execution,
+        run=agent,
+        run_dir=Path(submission).parent,
+        agent_view=agent_view,
+        runtime=runtime,
+    )
     elapsed = time.monotonic() - t0
     rows = []
     for j in judgments:
@@ -106,9 +149,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", type=json.loads, default={}, help="judge settings (JSON)")
     parser.add_argument("--fingerprint", default="standalone")
     parser.add_argument("--out", type=Path, help="default: <run_dir>/judge/<judge>.parquet")
+    parser.add_argument(
+        "--agent-view",
+        type=Path,
+        help="the paper's agent_view/, shown at /paper to checks "
+        "(default: <results>/papers/<paper>/agent_view next to the run)",
+    )
+    parser.add_argument(
+        "--runtime", type=json.loads, default={}, help="sandbox settings for checks (JSON)"
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     args = parser.parse_args(argv)
     out = args.out or args.run_dir / "judge" / f"{args.judge}.parquet"
+    view = args.agent_view
+    if view is None and len(args.run_dir.resolve().parents) > 3:
+        guess = args.run_dir.resolve().parents[3] / "papers" / args.run_dir.parent.name
+        view = guess / "agent_view" if (guess / "agent_view").is_dir() else None
     with step(None, "judge"):
         rows = judge_run(
             args.judge,
@@ -119,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             args.run_dir / "agent.json",
             args.saus,
             out,
+            agent_view=view,
+            runtime=args.runtime,
         )
     verdicts: dict[str, int] = {}
     for row in rows:

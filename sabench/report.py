@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from sabench.drift import DRIFT_SUMMARY_COLUMNS, drift_summary
 from sabench.io import atomic_path, write_text
 from sabench.scoring import DIMENSION_ORDER, OVERALL
 
@@ -252,6 +253,23 @@ def _html_table(frame: pd.DataFrame, columns: Sequence[str]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def _confusion_html(confusion: pd.DataFrame) -> str:
+    """Per judge: reference verdict (rows) x the judge's verdict (columns), counts."""
+    parts = []
+    for judge, sub in confusion.groupby("judge", sort=True):
+        grid = sub.pivot_table(
+            index="reference_verdict",
+            columns="judge_verdict",
+            values="count",
+            aggfunc="sum",
+            fill_value=0,
+        )
+        grid = grid.reset_index().rename(columns={"reference_verdict": f"reference \\ {judge}"})
+        grid.columns = [str(c) for c in grid.columns]
+        parts.append(_html_table(grid, list(grid.columns)))
+    return "".join(parts)
+
+
 def render_html(tables: dict[str, pd.DataFrame], images: Sequence[Path]) -> str:
     """A self-contained page: the score tables and the PNGs inlined as data URIs."""
     scores = _table(tables, "scores_by_agent")
@@ -300,6 +318,17 @@ def render_html(tables: dict[str, pd.DataFrame], images: Sequence[Path]) -> str:
                     "spearman",
                 ],
             ),
+        ]
+    confusion = _table(tables, "judge_confusion")
+    if not confusion.empty:
+        parts += ["<h2>Verdicts against the reference judge</h2>", _confusion_html(confusion)]
+    drift = _table(tables, "drift_injection")
+    if not drift.empty:
+        parts += [
+            "<h2>Drift injection</h2>",
+            "<p>One known drift per mutant, tied to one SAU. Recall: share of mutants whose broken "
+            "SAU's score drops; false alarms: share of the other SAUs whose score changes.</p>",
+            _html_table(drift_summary(drift), list(DRIFT_SUMMARY_COLUMNS)),
         ]
     trees = _table(tables, "tree_scores")
     if not trees.empty:

@@ -95,6 +95,7 @@ def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
     data = _load_structured(path)
     if isinstance(data, dict) and any(d in data for d in DIMENSIONS) and "saus" not in data:
         return import_sabench(path, paper, data)
+    _check_expected(data, path)
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
@@ -114,10 +115,7 @@ def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
         expected = item.get("expected")
         check = item.get("check")
         if item.get("check_file"):
-            check_path = path.parent / item["check_file"]
-            if not check_path.is_file():
-                raise UserError(path, f"check_file (SAU {item['id']})", f"{check_path} not found")
-            check = check_path.read_text(encoding="utf-8")
+            check = _read_check_file(path, item)
         rows.append(
             _row(
                 paper,
@@ -132,6 +130,39 @@ def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
             )
         )
     return rows
+
+
+def _check_expected(data: Any, path: Path) -> None:
+    """``expected`` entries must be usable numbers and tolerances: one line naming the SAU."""
+    from sabench.checks import ExpectedError, parse_expected
+
+    if not isinstance(data, dict) or not isinstance(data.get("saus"), list):
+        return
+    for i, item in enumerate(data["saus"]):
+        if not isinstance(item, dict) or item.get("expected") is None:
+            continue
+        try:
+            parse_expected(item["expected"])
+        except ExpectedError as exc:
+            field = f"saus[{i}].expected{exc.field} (SAU {item.get('id', '?')})"
+            raise UserError(path, field, exc.message) from None
+
+
+def _read_check_file(path: Path, item: dict[str, Any]) -> str:
+    """A check file inside the SAU file's folder (never outside it), as UTF-8 text."""
+    where = f"saus.check_file (SAU {item['id']})"
+    if item.get("check"):
+        raise UserError(path, where, "give either check or check_file, not both")
+    folder = path.parent.resolve()
+    check_path = (path.parent / item["check_file"]).resolve()
+    if folder not in check_path.parents:
+        raise UserError(path, where, f"{item['check_file']!r} is outside {folder}")
+    if not check_path.is_file():
+        raise UserError(path, where, f"{check_path} not found")
+    try:
+        return check_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(path, where, f"{check_path} is not UTF-8 text") from None
 
 
 def import_sabench(path: Path, paper: str, data: Any = None) -> list[dict[str, Any]]:
@@ -212,20 +243,34 @@ def import_rubric(path: Path, paper: str) -> list[dict[str, Any]]:
     return rows
 
 
-def import_paper_saus(paper_dir: Path) -> list[dict[str, Any]]:
-    """Every SAU source of a paper folder, with duplicate ids refused."""
+def import_sau_file(path: Path, paper: str) -> list[dict[str, Any]]:
+    """One SAU file, its format read from its name (``saus.yaml``, ``sau.json``, ``rubric.json``) or,
+    for any other name (``saus_path``, e.g. SA-Bench's ``saus/<paper>.json``), from its content."""
+    if path.name in CURATED_FILES:
+        return import_curated(path, paper)
+    if path.name in SABENCH_FILES:
+        return import_sabench(path, paper)
+    if path.name in RUBRIC_FILES:
+        return import_rubric(path, paper)
+    if not path.is_file():
+        raise UserError(path, None, "SAU file not found")
+    if path.suffix.lower() not in (".json", ".yaml", ".yml"):
+        raise UserError(path, None, "unknown SAU file format (expected .yaml or .json)")
+    data = _load_structured(path)
+    if isinstance(data, dict) and ("sub_tasks" in data or "requirements" in data):
+        return import_rubric(path, paper)
+    return import_curated(path, paper)
+
+
+def import_paper_saus(paper_dir: Path, sources: list[Path] | None = None) -> list[dict[str, Any]]:
+    """Every SAU source of a paper folder (or the files ``sources``), with duplicate ids refused."""
     paper = paper_dir.name
-    files = sau_files(paper_dir)
+    files = list(sources) if sources else sau_files(paper_dir)
     if not files:
         raise UserError(paper_dir, None, f"no SAU file (one of {', '.join(SAU_FILES)})")
     rows: list[dict[str, Any]] = []
     for path in files:
-        if path.name in CURATED_FILES:
-            rows.extend(import_curated(path, paper))
-        elif path.name in SABENCH_FILES:
-            rows.extend(import_sabench(path, paper))
-        else:
-            rows.extend(import_rubric(path, paper))
+        rows.extend(import_sau_file(Path(path), paper))
     seen: dict[str, Path] = {}
     for row in rows:
         if row["sau_id"] in seen:
@@ -291,8 +336,13 @@ def write_saus(rows: list[dict[str, Any]], out: Path) -> str:
     return digest
 
 
-def build_saus(paper_dir: Path, paper_text_path: Path | None, out: Path) -> list[dict[str, Any]]:
-    rows = import_paper_saus(paper_dir)
+def build_saus(
+    paper_dir: Path,
+    paper_text_path: Path | None,
+    out: Path,
+    sources: list[Path] | None = None,
+) -> list[dict[str, Any]]:
+    rows = import_paper_saus(paper_dir, sources)
     text = paper_text_path.read_text(encoding="utf-8") if paper_text_path else None
     ground(rows, text)
     write_saus(rows, out)
@@ -303,10 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Import the SAUs of one paper folder.")
     parser.add_argument("paper_dir", type=Path)
     parser.add_argument("--text", type=Path, help="the ingested paper.md, for grounding")
+    parser.add_argument(
+        "--sources", type=Path, nargs="*", help="SAU files (default: those in the paper folder)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     try:
-        rows = build_saus(args.paper_dir, args.text, args.out)
+        rows = build_saus(args.paper_dir, args.text, args.out, args.sources)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ with step(snakemake.log[0], "saus") as log:  # noqa: F821
         Path(snakemake.params.paper_dir),  # noqa: F821
         Path(snakemake.input.text),  # noqa: F821
         Path(snakemake.output[0]),  # noqa: F821
+        [Path(p) for p in snakemake.input.sources],  # noqa: F821
     )
     ungrounded = [r["sau_id"] for r in rows if r["grounded"] is False]
     log.info("%d SAUs, %d not grounded in the paper text", len(rows), len(ungrounded))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,43 @@ def sandbox_env() -> Path:
         return ensure_sandbox_env(REPO / ".venv-sandbox", REPO / "envs" / "sandbox.txt")
     except Exception as exc:  # no package index reachable, no venv module...
         pytest.skip(f"cannot build the sandbox env .venv-sandbox: {exc}")
+
+
+def _container_engine(name: str) -> Iterator[Any]:
+    """An answering engine with the project's sandbox image built (tests/containers/engines.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "sabench_test_engines", REPO / "tests" / "containers" / "engines.py"
+    )
+    assert spec is not None and spec.loader is not None
+    engines = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(engines)
+    try:
+        with engines.engine(name) as eng:
+            try:
+                engines.build_image(eng)
+            except Exception as exc:
+                if "no base image" in str(exc):  # no registry, no debootstrap: nothing to build on
+                    pytest.skip(f"cannot build the sandbox image in {name}: {exc}")
+                raise
+            yield eng
+    except engines.EngineUnavailable as exc:
+        pytest.skip(f"no {name} engine: {exc}")
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[Any]:
+    """A Docker engine that answers (DOCKER_HOST, /var/run/docker.sock, else a private dockerd
+    started for the session and stopped by PID at the end) with the sandbox image built; its
+    ``.url``, ``.client``, ``.image`` and ``.env()`` (DOCKER_HOST for subprocesses)."""
+    yield from _container_engine("docker")
+
+
+@pytest.fixture(scope="session")
+def podman_engine() -> Iterator[Any]:
+    """The same for podman's API service (CONTAINER_HOST for the podman backend)."""
+    yield from _container_engine("podman")
 
 
 def _shared_dir(name: str) -> Path:

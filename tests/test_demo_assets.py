@@ -108,7 +108,10 @@ def test_saus_are_well_formed(paper):
     assert len(ids) == len(set(ids)), "duplicate SAU ids"
     assert len(saus) >= 12
     for sau in saus:
-        assert set(sau) <= {"id", "dimension", "claim", "source", "weight", "expected"}, sau["id"]
+        allowed = {"id", "dimension", "claim", "source", "weight", "expected", "check_file"}
+        assert set(sau) <= allowed, sau["id"]
+        if "check_file" in sau:
+            assert (PAPERS / paper / sau["check_file"]).is_file(), sau["id"]
         assert sau["dimension"] in DIMENSIONS
         assert sau["id"].startswith(f"{paper}-{sau['dimension']}-"), sau["id"]
         assert sau["claim"].strip() and sau["source"].strip()

@@ -82,11 +82,55 @@ def test_curated_yaml_roundtrip(tmp_path: Path) -> None:
         ),
         (lambda s: s.replace("r-D3-001", "r-D1-001"), "id", "duplicate SAU id 'r-D1-001'"),
         (lambda s: s.replace("paper: ridge", "paper: other"), "paper", "the folder is 'ridge'"),
-        (lambda s: s.replace("value: 0.5", 'value: "half"'), "saus[1].expected", "is not valid"),
+        (
+            lambda s: s.replace("value: 0.5", 'value: "half"'),
+            "saus[1].expected.value (SAU r-D3-001)",
+            "'half' is not a number",
+        ),
+        (
+            lambda s: s.replace("value: 0.5", "value: 1e-4"),
+            "saus[1].expected.value (SAU r-D3-001)",
+            "(YAML reads 1e-4 as text: write 1.0e-4)",
+        ),
         (
             lambda s: s.replace('tolerance: "5%"', 'tolerance: "five"'),
-            "saus[1].expected",
-            "is not valid",
+            "saus[1].expected.tolerance (SAU r-D3-001)",
+            "'five' is not a tolerance",
+        ),
+        (
+            lambda s: s.replace('tolerance: "5%"', "tolerance: -1"),
+            "saus[1].expected.tolerance (SAU r-D3-001)",
+            "must be a number >= 0",
+        ),
+        (
+            lambda s: s.replace(
+                'expected: {metric: rmse, value: 0.5, tolerance: "5%"}',
+                "expected: [{metric: rmse, value: 0.5}, {metric: r2, value: .nan}]",
+            ),
+            "saus[1].expected[1].value (SAU r-D3-001)",
+            "is not a finite number",
+        ),
+        (
+            lambda s: s.replace("metric: rmse,", "metric: rmse, tol: 1,"),
+            "saus[1].expected.tol (SAU r-D3-001)",
+            "unknown key",
+        ),
+        (
+            lambda s: s.replace("    weight: 2\n", "    weight: 2\n    check_file: ../x.py\n"),
+            "check_file (SAU r-D3-001)",
+            "is outside",
+        ),
+        (
+            lambda s: s.replace("    weight: 2\n", "    weight: 2\n    check_file: none.py\n"),
+            "check_file (SAU r-D3-001)",
+            "not found",
+        ),
+        (
+            lambda s: s.replace(
+                "    weight: 2\n", "    weight: 2\n    check: pass\n    check_file: c.py\n"
+            ),
+            "check_file (SAU r-D3-001)",
+            "either check or check_file",
         ),
         (lambda s: s + "  - [not, a, mapping\n", None, "cannot parse"),
     ],
@@ -113,6 +157,24 @@ def test_sau_id_error_names_the_sau(tmp_path: Path) -> None:
     (folder / "saus.yaml").write_text(CURATED.replace("dimension: D1", "dimension: D9"))
     with pytest.raises(UserError, match=r"SAU r-D1-001"):
         import_paper_saus(folder)
+
+
+def test_check_file_and_inline_check_are_imported(tmp_path: Path) -> None:
+    folder = tmp_path / "ridge"
+    (folder / "checks").mkdir(parents=True)
+    (folder / "checks" / "lr.py").write_text("import model\nassert model.LR == 0.05\n")
+    text = CURATED.replace(
+        '    source: "We train with a learning rate of 0.05 for 200 epochs."\n',
+        '    source: "We train with a learning rate of 0.05 for 200 epochs."\n'
+        "    check_file: checks/lr.py\n",
+    ).replace("    weight: 2\n", "    weight: 2\n    check: |\n      assert True\n")
+    (folder / "saus.yaml").write_text(text)
+    rows = {r["sau_id"]: r for r in import_paper_saus(folder)}
+    assert rows["r-D1-001"]["check"] == "import model\nassert model.LR == 0.05\n"
+    assert rows["r-D3-001"]["check"] == "assert True\n"
+    before = sau_set_hash(list(rows.values()))
+    (folder / "checks" / "lr.py").write_text("assert False\n")
+    assert sau_set_hash(import_paper_saus(folder)) != before, "a check edit changes the SAU set"
 
 
 def test_missing_sau_file(tmp_path: Path) -> None:

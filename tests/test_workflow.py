@@ -42,6 +42,32 @@ def manifests() -> list[tuple[str, str, str, dict]]:
     return rows
 
 
+def exec_manifests() -> list[tuple[str, str, str, dict]]:
+    """Manifest verdicts of the SAUs the exec judge decides (a check or an expected result); an
+    ``exec:`` entry overrides the verdict where running the code sees it differently."""
+    rows = []
+    for path in sorted((REPO / "resources" / "manifests").glob("*/*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        saus = yaml.safe_load(
+            (REPO / "resources" / "papers" / data["paper"] / "saus.yaml").read_text()
+        )["saus"]
+        executable = {
+            s["id"] for s in saus if s.get("check") or s.get("check_file") or s.get("expected")
+        }
+        for sau_id, entry in data["expected"].items():
+            if sau_id in executable:
+                rows.append((path.parent.name, data["paper"], sau_id, entry.get("exec", entry)))
+    return rows
+
+
+@pytest.fixture(scope="module", autouse=True)
+def exec_cache(tmp_path_factory: pytest.TempPathFactory):
+    """A fresh check cache, so that the demo really runs every check in its sandbox."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SABENCH_EXEC_CACHE", str(tmp_path_factory.mktemp("exec-cache")))
+        yield
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = tmp_path_factory.mktemp("demo") / "results"
@@ -120,6 +146,36 @@ def test_static_verdict_matches_manifest(
         assert got.failure_mode == expected["failure_mode"]
 
 
+@pytest.mark.parametrize(
+    ("agent", "paper", "sau_id", "expected"),
+    exec_manifests(),
+    ids=[f"{a}-{s}" for a, _, s, _ in exec_manifests()],
+)
+def test_exec_verdict_matches_manifest(
+    judgments: pd.DataFrame, agent: str, paper: str, sau_id: str, expected: dict
+) -> None:
+    row = judgments[
+        (judgments.agent == agent)
+        & (judgments.paper == paper)
+        & (judgments.sau_id == sau_id)
+        & (judgments.judge == "exec")
+    ]
+    assert len(row) == 1, f"{agent}/{paper}/{sau_id}: no exec judgment"
+    got = row.iloc[0]
+    assert got.verdict == expected["verdict"], f"{sau_id}: {got.reasoning}"
+    assert got.failure_mode == expected.get("failure_mode"), f"{sau_id}: {got.reasoning}"
+
+
+def test_exec_judges_only_executable_saus(judgments: pd.DataFrame, demo: Path) -> None:
+    executable = {(a, p, s) for a, p, s, _ in exec_manifests()}
+    rows = judgments[(judgments.judge == "exec") & judgments.agent.isin(["reference", "drifted"])]
+    assert set(zip(rows.agent, rows.paper, rows.sau_id, strict=True)) == executable
+    null = judgments[(judgments.judge == "exec") & (judgments.agent == "null")]
+    assert set(null.verdict) == {"missing"}, "an empty submission has nothing to run"
+    coverage = pd.read_parquet(demo / "tables" / "coverage.parquet")
+    assert "exec" in set(coverage.judge)
+
+
 def test_second_run_does_nothing(demo: Path) -> None:
     proc = snakemake("-n", "--config", f"results={demo}")
     assert "Nothing to be done" in proc.stdout + proc.stderr
@@ -132,10 +188,17 @@ def test_one_paper_reruns_alone(demo: Path) -> None:
     proc = snakemake(str(target), "--forcerun", "judge", "--config", f"results={demo}")
     log = proc.stdout + proc.stderr
     ran = re.findall(r"^(?:local)?rule (\w+):", log, re.MULTILINE)
-    assert sorted(ran) == ["judge", "judgments"], ran
+    n_judges = len(set(before.judge))
+    assert sorted(ran) == ["judge"] * n_judges + ["judgments"], ran
+    after = pd.read_parquet(target)
+    # the exec judge's checks now come from its cache: the same verdicts, marked cached
+    exec_rows = after[(after.judge == "exec") & after.reasoning.str.startswith("check ")]
+    assert len(exec_rows) and exec_rows.cached.all()
     pd.testing.assert_frame_equal(
-        before.drop(columns=["latency_s"]), pd.read_parquet(target).drop(columns=["latency_s"])
+        before.drop(columns=["latency_s", "cached", "reasoning"]),
+        after.drop(columns=["latency_s", "cached", "reasoning"]),
     )
+    assert [r.replace(" [cached]", "") for r in after.reasoning] == list(before.reasoning)
 
 
 def test_snakemake_report(demo: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import shutil
 import sys
 import time
@@ -49,6 +50,44 @@ def replay(source: Path, submission: Path) -> tuple[str, str | None]:
     return "replayed", None
 
 
+def replay_archive(archive: Path, member: str, submission: Path) -> tuple[str, str | None, list]:
+    """Extract folder ``member`` of ``archive`` into ``submission`` (see
+    :mod:`sabench.benchmarks_io.archive`); a missing archive or member gives an empty submission.
+    Returns (status, error, refused members as "name: why")."""
+    from sabench.benchmarks_io.archive import extract_member
+
+    with atomic_path(submission, directory=True) as tmp:
+        if not archive.is_file():
+            return "missing_source", f"archive not found: {archive}", []
+        done = extract_member(archive, member, tmp)
+        refused = [f"{name}: {why}" for name, why in done.refused]
+        if not done.found:
+            return "missing_source", f"{archive} has no folder {member!r}", refused
+    return "replayed", None, refused
+
+
+MODEL_KINDS = ("basic", "pipeline")
+
+
+def run_model_agent(
+    agent: dict[str, Any],
+    paper: str,
+    seed: str,
+    view: Path | None,
+    submission: Path,
+    transcript: Path,
+    runtime: dict[str, Any],
+) -> Any:
+    """Run a basic or pipeline agent (imported only here: they pull in the LLM layer)."""
+    if view is None or not view.is_dir():
+        raise ValueError(f"agent kind {agent['kind']!r} needs the paper's agent view")
+    if agent["kind"] == "basic":
+        from sabench.agents.basic import run_basic as run
+    else:
+        from sabench.agents.pipeline import run_pipeline as run
+    return run(agent, paper, seed, view, submission, transcript, runtime)
+
+
 def run_agent(
     name: str,
     agent: dict[str, Any],
@@ -57,13 +96,26 @@ def run_agent(
     submission: Path,
     record: Path,
     repo: Path,
+    view: Path | None = None,
+    runtime: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Produce ``submission`` and ``record`` for one run; failures are statuses, not exceptions."""
+    """Produce ``submission`` and ``record`` for one run; failures are statuses, not exceptions.
+
+    Model-driven kinds (basic, pipeline) need the paper's agent ``view`` and the ``runtime``
+    settings of the sandbox their tools run in; they also write transcript.jsonl beside ``record``.
+    """
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     kind = agent["kind"]
     source: str | None = None
-    if kind == "replay":
+    outcome = None
+    refused: list[str] = []
+    if kind == "replay" and "archive" in agent:
+        archive = _resolve_template(agent["archive"], paper, seed, repo)
+        member = str(agent.get("member", "")).format(paper=paper, seed=seed)
+        source = f"{archive}:{member}"
+        status, error, refused = replay_archive(archive, member, submission)
+    elif kind == "replay":
         src = _resolve_template(agent["path"], paper, seed, repo)
         source = str(src)
         status, error = replay(src, submission)
@@ -71,23 +123,31 @@ def run_agent(
         with atomic_path(submission, directory=True):
             pass
         status, error = "empty", None
+    elif kind in MODEL_KINDS:
+        outcome = run_model_agent(
+            agent, paper, seed, view, submission, record.parent / "transcript.jsonl", runtime or {}
+        )
+        status, error = outcome.status, outcome.error or outcome.limit
     else:
         raise ValueError(f"agent kind {kind!r} is not implemented")
-    files = [p for p in submission.rglob("*") if p.is_file()]
+    files = [p for p in submission.rglob("*") if p.is_file()] if submission.is_dir() else []
     data = {
         "agent": name,
         "paper": paper,
         "seed": seed,
         "kind": kind,
         "status": status,
-        "steps": 0,
+        "steps": outcome.steps if outcome else 0,
         "wall_s": round(time.monotonic() - t0, 3),
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "cost_usd": 0.0,
+        "prompt_tokens": outcome.prompt_tokens if outcome else 0,
+        "completion_tokens": outcome.completion_tokens if outcome else 0,
+        "cost_usd": round(outcome.cost_usd, 6) if outcome else 0.0,
+        "cached_calls": outcome.cached_calls if outcome else 0,
+        "limit": outcome.limit if outcome else None,
         "model": agent.get("model"),
         "error": error,
         "source": source,
+        "refused": refused,
         "n_files": len(files),
         "submission_hash": submission_hash(submission),
         "config": {k: v for k, v in agent.items() if k != "api_key"},
@@ -108,11 +168,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paper")
     parser.add_argument("--seed", default="0")
     parser.add_argument("--agents-file", type=Path, default=Path("config/agents.yaml"))
+    parser.add_argument(
+        "--spec", type=json.loads, help="the agent's settings as JSON (instead of --agents-file)"
+    )
     parser.add_argument("--repo", type=Path, default=Path.cwd(), help="base of relative paths")
+    parser.add_argument("--agent-view", type=Path, help="the paper as the agent sees it (/paper)")
+    parser.add_argument(
+        "--runtime", type=json.loads, default={}, help="sandbox settings for the agent's tools (JSON)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="run folder")
     args = parser.parse_args(argv)
     with step(None, "reproduce") as log:
-        agents = load_agents(args.agents_file)
+        agents = {args.agent: args.spec} if args.spec else load_agents(args.agents_file)
         if args.agent not in agents:
             from sabench.errors import UserError
 
@@ -125,9 +192,13 @@ def main(argv: list[str] | None = None) -> int:
             args.out / "submission",
             args.out / "agent.json",
             args.repo,
+            args.agent_view,
+            args.runtime,
         )
         if data["error"]:
             log.warning("%s", data["error"])
+        for refused in data["refused"]:
+            log.warning("refused archive member %s", refused)
     print(f"{args.agent}/{args.paper}/{args.seed}: {data['status']} ({data['n_files']} files)")
     return 0
 

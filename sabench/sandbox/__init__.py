@@ -1,8 +1,7 @@
 """One interface, several sandbox backends (ARCHITECTURE.md, "Sandbox").
 
-A stage asks for a backend by name (``local``, ``bwrap``, ``auto``; ``docker``, ``podman`` and
-``apptainer`` are registered as planned), fills a :class:`SandboxSpec` and gets a
-:class:`RunResult`. Backends never raise for what the sandboxed code does: a failing, hung or
+A stage asks for a backend by name (``local``, ``bwrap``, ``docker``, ``podman``, ``apptainer``,
+``auto``), fills a :class:`SandboxSpec` and gets a :class:`RunResult`. Backends never raise for what the sandboxed code does: a failing, hung or
 flooding command is a status.
 """
 
@@ -26,6 +25,14 @@ NETWORK_MODES = ("none", "full")
 SUBMISSION_TARGET = "/submission"
 #: Targets a read-only mount may not shadow (the system the sandbox runs on).
 _RESERVED_TARGETS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/proc", "/dev", "/tmp")
+#: Isolation defaults a run may relax (container backends honour them; see docs/sandboxes.md).
+ISOLATION_KEYS = (
+    "non_root",
+    "drop_capabilities",
+    "no_new_privileges",
+    "read_only_root",
+    "read_only_paper",
+)
 
 
 class Mount(NamedTuple):
@@ -41,7 +48,9 @@ class SandboxSpec:
 
     ``env`` holds only what the caller gives: backends add PATH (the python env first), HOME,
     TMPDIR, LANG, USER and VIRTUAL_ENV, never the host's environment. ``gpus`` and ``image`` are
-    recorded by every backend and used by the container ones.
+    recorded by every backend and used by the container ones. ``isolation`` relaxes the container
+    backends' defaults (keys in ``ISOLATION_KEYS``, each True unless set False, with a warning);
+    ``options`` holds backend settings such as ``image_cache``.
     """
 
     command: list[str]
@@ -57,6 +66,8 @@ class SandboxSpec:
     image: str | None = None
     python_env: Path | None = None
     log_limit_kb: int = 256
+    isolation: dict[str, bool] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir)
@@ -89,6 +100,11 @@ class SandboxSpec:
             if not m.source.exists():
                 raise UserError(
                     m.source, "mounts", "the source of a read-only mount does not exist"
+                )
+        for key in self.isolation:
+            if key not in ISOLATION_KEYS:
+                raise UserError(
+                    None, "runtime.isolation", f"unknown key {key!r}; one of {ISOLATION_KEYS}"
                 )
         for key, value in self.env.items():
             if not isinstance(key, str) or not isinstance(value, str) or not key or "=" in key:
@@ -148,9 +164,9 @@ class Sandbox(ABC):
 
 #: name -> "module:Class", or None for a backend that is planned but not written yet.
 _REGISTRY: dict[str, str | None] = {
-    "docker": None,
-    "podman": None,
-    "apptainer": None,
+    "docker": "sabench.sandbox.docker:DockerSandbox",
+    "podman": "sabench.sandbox.podman:PodmanSandbox",
+    "apptainer": "sabench.sandbox.apptainer:ApptainerSandbox",
     "bwrap": "sabench.sandbox.bwrap:BwrapSandbox",
     "local": "sabench.sandbox.local:LocalSandbox",
 }
@@ -218,6 +234,7 @@ def get_backend(name: str) -> Sandbox:
 
 __all__ = [
     "AUTO_ORDER",
+    "ISOLATION_KEYS",
     "NETWORK_MODES",
     "RUN_STATUSES",
     "SUBMISSION_TARGET",

@@ -1,0 +1,278 @@
+"""The ``exec`` judge: decide SAUs by running things, not by reading code.
+
+It judges only the SAUs that carry a ``check`` (a Python program run against the executed
+submission, see :mod:`sabench.checks`) or an ``expected`` result (matched against the metrics the
+execution captured); every other SAU gets no row from it.
+
+* check: pass -> aligned; fail -> drifted (implementation_mismatch); a stub raising
+  NotImplementedError -> placeholder; an import of the submission's code that fails -> missing
+  (omission); anything that says more about the check or the sandbox than about the submission
+  (does not parse, times out, tries the network, a sandbox fault, ...) -> error, never drift.
+* expected: the metric within the tolerance -> aligned; outside -> drifted, with both numbers;
+  absent -> missing. A run whose execution did not end ``ok`` (failed, timed out, no
+  reproduce.sh) reports nothing: its expected results are ``missing``, whatever files it left.
+* Checks run whatever the execution's status: a check imports code, and the code may be right even
+  when the run failed later (its reasoning names the status). An empty submission has no code to
+  import: its checks are ``missing`` without starting a sandbox.
+* An SAU with both: drifted, placeholder or missing from either part wins; otherwise error if a
+  part could not be decided; otherwise aligned.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sabench.checks import (
+    DEFAULT_LIMITS,
+    IGNORED_FILES,
+    CheckCache,
+    ExpectedError,
+    Outcome,
+    cache_key,
+    default_cache_dir,
+    env_identity,
+    match_expected,
+    parse_expected,
+    run_check,
+    tree_digest,
+)
+from sabench.contracts import Evidence, Judgment
+from sabench.errors import UserError
+
+log = logging.getLogger("sabench.judges.exec")
+
+EXEC = "exec"
+#: ``judge_settings.exec`` keys and their defaults (the limits apply to each check).
+DEFAULT_SETTINGS: dict[str, Any] = {
+    **DEFAULT_LIMITS,
+    "total_time_s": 900,
+    "cache": True,
+    "cache_dir": None,
+    "tail_chars": 1500,
+}
+VERDICT = {
+    "pass": "aligned",
+    "fail": "drifted",
+    "placeholder": "placeholder",
+    "missing": "missing",
+    "error": "error",
+}
+FAILURE_MODE = {
+    "drifted": "implementation_mismatch",
+    "placeholder": "placeholder",
+    "missing": "omission",
+}
+#: Which part decides an SAU with both a check and expected results (first wins).
+_PRECEDENCE = ("fail", "placeholder", "missing", "error", "pass")
+
+
+class SandboxFault(Exception):
+    """No sandbox could be had for this run's checks (the reason is the message)."""
+
+
+def resolve_exec_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
+    merged = {**DEFAULT_SETTINGS, **{k: v for k, v in (settings or {}).items() if v is not None}}
+    unknown = sorted(set(merged) - set(DEFAULT_SETTINGS))
+    if unknown:
+        raise UserError(
+            None,
+            f"judge_settings.exec.{unknown[0]}",
+            f"unknown setting (known: {', '.join(sorted(DEFAULT_SETTINGS))})",
+        )
+    for key in (*DEFAULT_LIMITS, "total_time_s"):
+        value = merged[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise UserError(
+                None, f"judge_settings.exec.{key}", f"must be a positive number, got {value!r}"
+            )
+    return merged
+
+
+def _has_expected(sau: Mapping[str, Any]) -> bool:
+    return sau.get("expected") not in (None, "", "null")
+
+
+def has_exec_part(sau: Mapping[str, Any]) -> bool:
+    """Whether the exec judge has something to run or match for this SAU."""
+    return bool(sau.get("check")) or _has_expected(sau)
+
+
+def _metrics_line(executed: Path | None, metric: str) -> Evidence | None:
+    """Where the metric's value sits in the first metrics file (for the evidence column)."""
+    if executed is None:
+        return None
+    path = executed / "results.json"
+    try:
+        if path.is_symlink() or path.stat().st_size > 4 << 20:
+            return None
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for needle in (json.dumps(metric), json.dumps(metric.split(".")[-1])):
+        for i, line in enumerate(lines, 1):
+            if needle in line:
+                return Evidence("results.json", i, i)
+    return Evidence("results.json", 1, max(len(lines), 1))
+
+
+def _expected_outcomes(
+    raw: Any, execution: Mapping[str, Any] | None, executed: Path | None
+) -> list[tuple[Outcome, Evidence | None]]:
+    try:
+        expectations = parse_expected(raw)
+    except ExpectedError as exc:  # imported before validation existed: judge, do not crash
+        return [(Outcome("error", f"expected: {exc}"), None)]
+    status = (execution or {}).get("status")
+    if execution is None:
+        return [(Outcome("missing", "no execution record: nothing was reported"), None)]
+    if status != "ok":
+        why = f"the run did not complete (execution {status}): its results are not counted"
+        return [(Outcome("missing", f"{e.metric}: {why}"), None) for e in expectations]
+    metrics = execution.get("metrics") or {}
+    out = []
+    for exp in expectations:
+        outcome = match_expected(exp, metrics)
+        ev = _metrics_line(executed, exp.metric) if outcome.kind != "missing" else None
+        out.append((outcome, ev))
+    return out
+
+
+def _is_empty(folder: Path) -> bool:
+    try:
+        return not any(e.name not in IGNORED_FILES for e in os.scandir(folder))
+    except OSError:
+        return True
+
+
+def _combine(parts: list[tuple[str, Outcome, Evidence | None]]) -> tuple[str, str, list[Evidence]]:
+    kinds = {o.kind for _, o, _ in parts}
+    kind = next(k for k in _PRECEDENCE if k in kinds)
+    lines = []
+    evidence = []
+    for label, outcome, ev in parts:
+        text = f"{label} {outcome.kind}: {outcome.detail}".rstrip()
+        if outcome.cached:
+            text += " [cached]"
+        if outcome.tail and outcome.kind != "pass":
+            text += f"\n--- output (tail) ---\n{outcome.tail}"
+        lines.append(text)
+        if ev is not None and ev not in evidence:
+            evidence.append(ev)
+    return kind, "\n".join(lines), evidence
+
+
+def judge_exec(
+    submission: Path | str,
+    saus: list[dict[str, Any]],
+    execution: Mapping[str, Any] | None,
+    *,
+    executed: Path | str | None,
+    agent_view: Path | str | None = None,
+    runtime: Mapping[str, Any] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    backend: Any = None,
+) -> list[Judgment]:
+    """Judge the SAUs with a check or expected results; see the module docstring."""
+    from sabench.execute import _default_python_env, resolve_settings
+
+    cfg = resolve_exec_settings(settings)
+    todo = [s for s in saus if has_exec_part(s)]
+    if not todo:
+        return []
+    executed_path = Path(executed) if executed is not None else None
+    source_note = ""
+    if (executed_path is None or not executed_path.is_dir()) and Path(submission).is_dir():
+        # execution switched off (runtime.execute: false): the code is still there to import
+        executed_path, source_note = Path(submission), " (no executed copy: checked the submission)"
+    view = Path(agent_view) if agent_view is not None else None
+    needs_sandbox = any(s.get("check") for s in todo)
+    empty = executed_path is None or not executed_path.is_dir() or _is_empty(executed_path)
+    run_cfg: dict[str, Any] = {}
+    cache = CheckCache(None)
+    sub_digest = view_digest = None
+    env: dict[str, Any] = {}
+    if needs_sandbox and not empty:
+        rt = dict(runtime or {})
+        rt["python_env"] = rt.get("python_env") or _default_python_env()
+        run_cfg = resolve_settings(rt)
+        if backend is None:
+            from sabench.sandbox import get_backend
+
+            try:
+                backend = get_backend(run_cfg["backend"])
+            except Exception as exc:  # no usable sandbox: every check of this run is an error
+                log.error("exec: no sandbox for the checks: %s: %s", type(exc).__name__, exc)
+                backend = SandboxFault(f"{type(exc).__name__}: {exc}")
+        name = getattr(backend, "name", "unavailable")
+        env = env_identity(name, run_cfg)
+        if cfg["cache"]:
+            cache = CheckCache(cfg["cache_dir"] or default_cache_dir())
+        sub_digest = tree_digest(executed_path)
+        view_digest = tree_digest(view)
+    status = (execution or {}).get("status", "not executed")
+    status_note = "" if status == "ok" else f" (execution {status}; the check ran anyway)"
+    status_note = source_note or status_note
+    limits = {k: cfg[k] for k in DEFAULT_LIMITS}
+    spent = 0.0
+    judgments = []
+    for sau in todo:
+        t0 = time.monotonic()
+        parts: list[tuple[str, Outcome, Evidence | None]] = []
+        check = sau.get("check")
+        if check:
+            if empty:
+                outcome = Outcome("missing", "the submission is empty: no code to check")
+            elif isinstance(backend, SandboxFault):
+                outcome = Outcome("error", f"sandbox fault: {backend}")
+            else:
+                key = cache_key(check, sub_digest, view_digest, env, limits, str(sau["sau_id"]))
+                outcome = cache.get(key)
+                if outcome is None and spent >= cfg["total_time_s"]:
+                    outcome = Outcome(
+                        "error",
+                        f"not run: the exec judge's time budget of {cfg['total_time_s']:g} s "
+                        "(judge_settings.exec.total_time_s) is spent",
+                    )
+                elif outcome is None:
+                    outcome = run_check(
+                        check,
+                        executed_path,  # type: ignore[arg-type]
+                        view,
+                        run_cfg,
+                        limits,
+                        backend=backend,
+                        sau_id=str(sau["sau_id"]),
+                        tail_chars=int(cfg["tail_chars"]),
+                    )
+                    spent += time.monotonic() - t0
+                    cache.put(key, outcome)
+                if outcome.kind != "pass" and status_note:
+                    outcome.detail += status_note
+            where = outcome.where
+            ev = Evidence(where[0], where[1], where[1]) if where else None
+            parts.append(("check", outcome, ev))
+        if _has_expected(sau):
+            for outcome, ev in _expected_outcomes(sau["expected"], execution, executed_path):
+                parts.append(("expected", outcome, ev))
+        kind, reasoning, evidence = _combine(parts)
+        verdict = VERDICT[kind]
+        judgments.append(
+            Judgment(
+                sau_id=str(sau["sau_id"]),
+                dimension=str(sau["dimension"]),
+                verdict=verdict,
+                score=None,
+                failure_mode=FAILURE_MODE.get(verdict),
+                evidence=evidence,
+                reasoning=reasoning,
+                cached=any(label == "check" and o.cached for label, o, _ in parts),
+                latency_s=round(time.monotonic() - t0, 4),
+            )
+        )
+    return judgments

@@ -1,0 +1,471 @@
+"""The ``llm:<model>`` judge: a model reads the evidence the static judge's index retrieves for each
+SAU (ranked code excerpts with line numbers, the named settings) and says whether the code
+implements the claim.
+
+Per SAU: the claim, its dimension's instructions (``templates/judge_D1.j2`` .. ``judge_D4.j2``), the
+paper's quote, a list of the repository's files, the settings whose names fit the claim, the
+retrieved excerpts and, for claims about results, the execution record's metrics and the tail of
+its log. The model answers with a :class:`JudgeReply` (validated; one repair request, then an
+``error`` verdict that is reported apart, never counted as drift). Evidence references must point
+at lines that exist and were shown; others are dropped and the reasoning says so. All SAUs of a
+run are judged in one job, concurrently (``concurrency`` per model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sabench.contracts import DIMENSION_NAMES, Evidence, Judgment
+from sabench.index import CONFIG, CodeIndex, build_index
+from sabench.judges.static import GENERIC, _Context, _Judge, _vkey, analyze_claim
+
+log = logging.getLogger("sabench.llm")
+
+LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+FIXED_SCORES = {"aligned": 1.0, "drifted": 0.0, "missing": 0.0, "placeholder": 0.0}
+DEFAULT_FAILURE = {
+    "drifted": "implementation_mismatch",
+    "missing": "omission",
+    "placeholder": "placeholder",
+}
+#: Settings the judge reads itself (the rest configure the model endpoint, see LLMSettings).
+JUDGE_DEFAULTS: dict[str, Any] = {
+    "code_only": False,  # no execution log or metrics in the prompt
+    "max_evidence_lines": 160,  # excerpt lines per SAU (the prompt's main cost)
+    "context_lines": 3,  # lines around each retrieved hit
+    "function_lines": 40,  # a hit inside a function this short shows the whole function
+    "max_settings": 12,  # named settings listed per SAU
+    "max_files": 40,  # files listed in the repository overview
+    "log_tail_lines": 40,  # execution log lines for claims about results
+}
+_RESULT_RE = re.compile(
+    r"\b(achiev\w*|report\w*|results?|accuracy|outperform\w*|error rate|rmse|mae|mse|f1|auc|"
+    r"bleu|rouge|perplexity|score[sd]?|converg\w*|table \d|figure \d|fig\. \d)\b",
+    re.I,
+)
+
+
+# --------------------------------------------------------------------------------------------
+# The model's answer
+# --------------------------------------------------------------------------------------------
+
+
+class EvidenceRef(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    file: str = Field(description="path exactly as shown in an excerpt heading")
+    start: int = Field(ge=1, description="first line (as numbered in the excerpt)")
+    end: int = Field(ge=1, description="last line, inclusive")
+
+    @model_validator(mode="after")
+    def _order(self) -> EvidenceRef:
+        if self.end < self.start:
+            self.start, self.end = self.end, self.start
+        return self
+
+
+class JudgeReply(BaseModel):
+    """What the judge model must answer for one SAU."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    reasoning: str = Field(description="at most three sentences, citing files and lines")
+    evidence: list[EvidenceRef] = Field(default_factory=list, max_length=8)
+    verdict: Literal["aligned", "partial", "drifted", "missing", "placeholder"]
+    score: float = Field(description="0, 0.25, 0.5, 0.75 or 1")
+    failure_mode: (
+        Literal[
+            "implementation_mismatch",
+            "placeholder",
+            "omission",
+            "cited_work_confusion",
+            "external_knowledge_gap",
+        ]
+        | None
+    ) = None
+
+    @field_validator("verdict", "failure_mode", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip().lower().replace(" ", "_")
+            return None if v in ("", "null", "none") else v
+        return v
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _level(cls, v: Any) -> float:
+        x = float(v)
+        best = min(LEVELS, key=lambda level: abs(level - x))
+        if abs(best - x) > 0.02:
+            raise ValueError(f"score {x} is not on the scale 0, 0.25, 0.5, 0.75, 1")
+        return best
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JudgeReply:
+        fixed = FIXED_SCORES.get(self.verdict)
+        if fixed is not None and self.score != fixed:
+            raise ValueError(f"verdict {self.verdict} needs score {fixed:g}, not {self.score:g}")
+        if self.verdict == "partial" and self.score in (0.0, 1.0):
+            raise ValueError("a partial verdict needs score 0.25, 0.5 or 0.75")
+        if self.verdict == "aligned":
+            self.failure_mode = None
+        elif self.failure_mode is None and self.verdict in DEFAULT_FAILURE:
+            self.failure_mode = DEFAULT_FAILURE[self.verdict]  # type: ignore[assignment]
+        self.reasoning = " ".join(self.reasoning.split())[:1500]
+        return self
+
+
+# --------------------------------------------------------------------------------------------
+# Evidence: the static judge's retrieval, rendered as numbered excerpts
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Excerpt:
+    path: str
+    start: int
+    end: int
+    lines: list[str]
+
+
+@dataclass
+class EvidenceBundle:
+    """What one SAU's prompt shows of the repository."""
+
+    excerpts: list[Excerpt] = field(default_factory=list)
+    settings: list[tuple[str, int, str]] = field(default_factory=list)  # path, line, text
+    #: path -> shown line numbers (evidence references must land on them)
+    shown: dict[str, set[int]] = field(default_factory=dict)
+
+    @property
+    def n_lines(self) -> int:
+        return sum(len(e.lines) for e in self.excerpts)
+
+    def contains(self, path: str, start: int, end: int) -> bool:
+        lines = self.shown.get(path)
+        return bool(lines) and any(ln in lines for ln in range(start, end + 1))
+
+
+class Retriever:
+    """Per SAU, the ranked spans the static judge's search finds (its verdict's evidence, the best
+    term windows, the settings that hold the claim's numbers, the lines naming its identifiers),
+    padded, widened to small functions, merged, and cut at a line budget."""
+
+    def __init__(
+        self,
+        index: CodeIndex,
+        saus: list[dict[str, Any]],
+        execution: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        self.index = index
+        self.opt = {**JUDGE_DEFAULTS, **options}
+        self.ctx = _Context(index, saus)
+        self.judge = _Judge(self.ctx, execution)
+
+    def _spans(self, sau: dict[str, Any]) -> tuple[list[tuple[int, int, int]], list[Any]]:
+        ctx = self.ctx
+        claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)
+        spans: list[tuple[int, int, int]] = []
+        try:
+            outcome = self.judge.judge(claim)
+            spans.extend(outcome.evidence)
+        except Exception:  # retrieval must not fail a judgment; the windows still work
+            pass
+        windows = ctx.windows(claim.terms)
+        spans.extend((w.fid, w.start, w.end) for w in windows[:3])
+        # settings holding the claim's numbers, whatever their names
+        facts = []
+        for num in claim.numbers:
+            for cand in num.candidates():
+                for fact in ctx.facts_by_value.get(_vkey(cand), [])[:4]:
+                    fid = ctx.fid_of.get(fact.file)
+                    if fid in ctx.code_fids:
+                        spans.append((fid, fact.line, fact.line))
+                        facts.append(fact)
+        # the lines that name the claim's identifiers and entities (first code sites)
+        for name in [*claim.names, *claim.entities][:6]:
+            for fid, ln in [s for s in ctx.key(name).sites if s[0] in ctx.code_fids][:2]:
+                spans.append((fid, ln, ln))
+        spans.extend((w.fid, w.start, w.end) for w in windows[3:])
+        # named settings whose words fit the claim (config keys, argparse options, constants)
+        words = {t for t in claim.terms if t not in GENERIC}
+        ranked = []
+        for fact in ctx.settings:
+            overlap = len(words.intersection(fact.terms))
+            if overlap:
+                ranked.append((-overlap, fact.file, fact.line, fact))
+        ranked.sort(key=lambda r: r[:3])
+        settings = list(dict.fromkeys([*facts, *(r[3] for r in ranked)]))
+        return spans, settings
+
+    def retrieve(self, sau: dict[str, Any]) -> EvidenceBundle:
+        index, opt = self.index, self.opt
+        spans, facts = self._spans(sau)
+        pad, fn_max = int(opt["context_lines"]), int(opt["function_lines"])
+        budget = int(opt["max_evidence_lines"])
+        chosen: dict[int, list[tuple[int, int]]] = {}
+        order: list[int] = []
+        used = 0
+        for fid, start, end in spans:
+            n = len(index.files[fid].lines)
+            if n == 0:
+                continue
+            fn = self.ctx.function_at(fid, start)
+            if fn is not None and fn.end - fn.start + 1 <= fn_max and fn.end >= end:
+                lo, hi = fn.start, fn.end
+            else:
+                lo, hi = start - pad, end + pad
+            lo, hi = max(1, lo), min(n, hi, max(lo, start - pad) + 60)
+            ranges = chosen.setdefault(fid, [])
+            new = set(range(lo, hi + 1)) - {ln for a, b in ranges for ln in range(a, b + 1)}
+            if not new:
+                continue
+            if used + len(new) > budget:
+                if used >= budget or len(new) > (budget - used) * 2:
+                    continue
+                # a partial fit: keep the hit and what context the budget allows
+                room = budget - used
+                lo = max(lo, start - room // 3)
+                hi = min(hi, lo + room - 1)
+                new = set(range(lo, hi + 1)) - {ln for a, b in ranges for ln in range(a, b + 1)}
+            ranges.append((lo, hi))
+            used += len(new)
+            if fid not in order:
+                order.append(fid)
+        bundle = EvidenceBundle()
+        for fid in order:
+            f = index.files[fid]
+            merged: list[list[int]] = []
+            for a, b in sorted(chosen[fid]):
+                if merged and a <= merged[-1][1] + 2:
+                    merged[-1][1] = max(merged[-1][1], b)
+                else:
+                    merged.append([a, b])
+            for a, b in merged:
+                bundle.excerpts.append(Excerpt(f.path, a, b, f.lines[a - 1 : b]))
+                bundle.shown.setdefault(f.path, set()).update(range(a, b + 1))
+        for fact in facts[: int(opt["max_settings"])]:
+            fid = self.ctx.fid_of.get(fact.file)
+            if fid is None:
+                continue
+            text = index.files[fid].lines[fact.line - 1].strip()[:160]
+            bundle.settings.append((fact.file, fact.line, text))
+            bundle.shown.setdefault(fact.file, set()).add(fact.line)
+        return bundle
+
+
+def repo_overview(index: CodeIndex, limit: int = 40) -> list[str]:
+    """One line per file: path, kind and length (code and config first)."""
+    files = sorted(
+        (f for f in index.files if f.lines), key=lambda f: (f.kind not in ("code", CONFIG), f.path)
+    )
+    out = [f"{f.path} ({f.kind}, {len(f.lines)} lines)" for f in files[:limit]]
+    if len(files) > limit:
+        out.append(f"... and {len(files) - limit} more files")
+    return out
+
+
+def about_results(sau: dict[str, Any]) -> bool:
+    """A claim about reported numbers: it carries ``expected`` results or talks about them."""
+    expected = sau.get("expected")
+    if expected not in (None, "", "null", "[]"):
+        return True
+    return sau.get("dimension") == "D3" and bool(_RESULT_RE.search(str(sau.get("claim") or "")))
+
+
+def execution_context(
+    execution: dict[str, Any] | None, log_path: Path | None, tail: int
+) -> dict[str, Any] | None:
+    if not execution:
+        return None
+    metrics = json.dumps(execution.get("metrics") or {}, sort_keys=True)
+    if len(metrics) > 2000:
+        metrics = metrics[:2000] + " ...(truncated)"
+    lines: list[str] = []
+    if log_path is not None and log_path.is_file():
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()[-tail:]
+    return {
+        "status": execution.get("status"),
+        "exit_code": execution.get("exit_code"),
+        "metrics": metrics,
+        "log_tail": [line[:300] for line in lines],
+    }
+
+
+def build_messages(
+    sau: dict[str, Any],
+    bundle: EvidenceBundle,
+    overview: list[str],
+    execution: dict[str, Any] | None = None,
+) -> list[dict[str, str]]:
+    """The system and user messages for one SAU (``templates/judge_system.j2``, ``judge_<D>.j2``)."""
+    from sabench.llm.templates import render
+
+    dim = str(sau.get("dimension") or "D3")
+    if dim not in DIMENSION_NAMES:
+        dim = "D3"
+    user = render(
+        f"judge_{dim}.j2",
+        sau_id=str(sau.get("sau_id") or ""),
+        dimension=dim,
+        dimension_name=DIMENSION_NAMES[dim],
+        claim=str(sau.get("claim") or "").strip(),
+        source=str(sau.get("source") or "").strip(),
+        overview=overview,
+        settings=bundle.settings,
+        excerpts=bundle.excerpts,
+        execution=execution,
+    )
+    return [
+        {"role": "system", "content": render("judge_system.j2")},
+        {"role": "user", "content": user},
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# The judge
+# --------------------------------------------------------------------------------------------
+
+
+def _split_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    judge = {k: settings.get(k, v) for k, v in JUDGE_DEFAULTS.items()}
+    return judge, {k: v for k, v in settings.items() if k not in JUDGE_DEFAULTS}
+
+
+def _error(sau: dict[str, Any], reasoning: str, **usage: Any) -> Judgment:
+    return Judgment(
+        sau_id=str(sau.get("sau_id") or ""),
+        dimension=str(sau.get("dimension") or ""),
+        verdict="error",
+        score=None,
+        reasoning=reasoning,
+        **usage,
+    )
+
+
+def to_judgment(
+    sau: dict[str, Any], reply: JudgeReply, bundle: EvidenceBundle, index: CodeIndex
+) -> Judgment:
+    """The model's reply as a Judgment, keeping only evidence on real, shown lines."""
+    lengths = {f.path: len(f.lines) for f in index.files}
+    evidence: list[Evidence] = []
+    dropped = 0
+    for ref in reply.evidence:
+        path = ref.file.strip().lstrip("./")
+        n = lengths.get(path)
+        if n is None or ref.start > n or not bundle.contains(path, ref.start, min(ref.end, n)):
+            dropped += 1
+            continue
+        ev = Evidence(path, ref.start, min(ref.end, n))
+        if ev not in evidence:
+            evidence.append(ev)
+    reasoning = reply.reasoning
+    if dropped:
+        reasoning += f" [{dropped} evidence reference(s) dropped: not on lines shown to the judge]"
+    return Judgment(
+        sau_id=str(sau.get("sau_id") or ""),
+        dimension=str(sau.get("dimension") or ""),
+        verdict=reply.verdict,
+        score=reply.score if reply.verdict == "partial" else None,
+        failure_mode=reply.failure_mode,
+        evidence=evidence,
+        reasoning=reasoning,
+    )
+
+
+def judge_llm(
+    name: str,
+    settings: dict[str, Any],
+    submission: Path | str,
+    saus: list[dict[str, Any]],
+    execution: dict[str, Any] | None = None,
+    *,
+    log_path: Path | None = None,
+    client: Any = None,
+) -> list[Judgment]:
+    """Judge every SAU of one run with the model ``name`` = ``llm:<model>`` (or settings.model).
+
+    ``log_path``: the run's execution.log (default: next to the submission folder)."""
+    from sabench.errors import UserError
+    from sabench.llm import LLMClient, LLMError, LLMSettings
+
+    submission = Path(submission)
+    opts, endpoint = _split_settings(settings)
+    try:
+        llm = LLMSettings.from_dict(endpoint, model=name.split(":", 1)[1] if ":" in name else None)
+    except (TypeError, ValueError) as exc:
+        raise UserError(None, f"judge_settings[{name}]", str(exc)) from None
+    if not submission.is_dir():
+        why = f"{submission} is not a folder" if submission.exists() else None
+        if why:
+            return [_error(sau, why) for sau in saus]
+    index = build_index(submission) if submission.is_dir() else CodeIndex(root=submission)
+    retriever = Retriever(index, saus, execution, **opts)
+    if not retriever.ctx.has_code:
+        why = "The submission is empty." if index.empty else "The submission has no code or config."
+        return [
+            Judgment(
+                sau_id=str(sau.get("sau_id") or ""),
+                dimension=str(sau.get("dimension") or ""),
+                verdict="missing",
+                score=None,
+                failure_mode="omission",
+                reasoning=f"{why} (no model call)",
+            )
+            for sau in saus
+        ]
+    if log_path is None:
+        log_path = submission.parent / "execution.log"
+    exec_ctx = (
+        None
+        if opts["code_only"]
+        else execution_context(execution, log_path, int(opts["log_tail_lines"]))
+    )
+    overview = repo_overview(index, int(opts["max_files"]))
+    prompts = []
+    for sau in saus:
+        bundle = retriever.retrieve(sau)
+        messages = build_messages(sau, bundle, overview, exec_ctx if about_results(sau) else None)
+        prompts.append((sau, bundle, messages))
+    client = client or LLMClient(llm)
+
+    async def one(sau: dict[str, Any], bundle: EvidenceBundle, messages: list[Any]) -> Judgment:
+        try:
+            result = await client.structured(messages, JudgeReply)
+        except LLMError as exc:
+            if exc.fatal:
+                raise
+            return _error(sau, f"LLM call failed: {exc}")
+        usage = {
+            "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens,
+            "cost_usd": result.cost_usd,
+            "cached": result.cached,
+            "latency_s": result.latency_s,
+        }
+        if result.value is None:
+            return _error(sau, str(result.error), **usage)
+        judgment = to_judgment(sau, result.value, bundle, index)  # type: ignore[arg-type]
+        for k, v in usage.items():
+            setattr(judgment, k, v)
+        return judgment
+
+    async def all_saus() -> list[Judgment]:
+        return list(await asyncio.gather(*(one(*p) for p in prompts)))
+
+    try:
+        judgments = asyncio.run(all_saus())
+    except LLMError as exc:
+        raise UserError(None, f"judge_settings[{name}]", client.redact(str(exc))) from None
+    log.info("%s: %d SAUs: %s", name, len(saus), client.usage.line())
+    return judgments

@@ -1,0 +1,481 @@
+"""The exec judge: expected results, checks run in a fresh sandbox, bad checks contained, the cache."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sabench.checks import (
+    CheckCache,
+    ExpectedError,
+    Outcome,
+    cache_key,
+    match_expected,
+    parse_expected,
+    run_check,
+    tree_digest,
+)
+from sabench.errors import UserError
+from sabench.execute import resolve_settings, snapshot
+from sabench.judges.exec_judge import judge_exec, resolve_exec_settings
+from sabench.sandbox import get_backend
+
+MODEL = """
+import numpy as np
+
+def loss(X, y, w, lam):
+    return np.mean((X @ w - y) ** 2) + lam * np.sum(w ** 2)
+
+def stub(x):
+    raise NotImplementedError("todo")
+"""
+GOOD_CHECK = """
+import numpy as np
+from model import loss
+rng = np.random.default_rng(0)
+X, y, w = rng.normal(size=(9, 3)), rng.normal(size=9), rng.normal(size=3)
+assert np.isclose(loss(X, y, w, 0.1), np.mean((X @ w - y) ** 2) + 0.1 * np.sum(w ** 2))
+print("loss ok")
+"""
+L1_CHECK = GOOD_CHECK.replace("np.sum(w ** 2))", "np.sum(np.abs(w)))")
+
+
+def sau(sau_id: str, check: str | None = None, expected: Any = None, dim: str = "D2") -> dict:
+    return {
+        "sau_id": sau_id,
+        "dimension": dim,
+        "claim": "c",
+        "check": check,
+        "expected": json.dumps(expected) if expected is not None else None,
+    }
+
+
+def execution(status: str = "ok", **metrics: Any) -> dict:
+    return {"status": status, "metrics": metrics, "files_created": ["results.json"]}
+
+
+class NoSandbox:
+    """A backend that must not be used (cached or sandbox-free paths)."""
+
+    name = "none"
+    needs_python_env = False
+
+    def run(self, spec, log_path):  # pragma: no cover - failing is the point
+        raise AssertionError("a sandbox was started")
+
+
+# --------------------------------------------------------------------------- expected results
+
+
+def test_expected_forms_and_default_tolerance() -> None:
+    (one,) = parse_expected({"metric": "rmse", "value": 0.597, "tolerance": 0.005})
+    assert (one.metric, one.value, one.tolerance) == ("rmse", 0.597, 0.005)
+    rel, plain = parse_expected(
+        [{"metric": "a", "value": 80.0, "tolerance": "2.5%"}, {"metric": "b", "value": 0.597}]
+    )
+    assert rel.tolerance == pytest.approx(2.0)
+    assert plain.tolerance == pytest.approx(0.0005)  # half a unit of the last written digit
+    assert parse_expected({"metric": "n", "value": 12})[0].tolerance == 0.5
+    assert parse_expected(json.dumps({"metric": "x", "value": 1.0e-4}))[0].tolerance == 5e-5
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "message"),
+    [
+        ({"metric": "a", "value": "high"}, ".value", "is not a number"),
+        ({"metric": "a", "value": "1e-4"}, ".value", "write 1.0e-4"),
+        ({"metric": "a", "value": True}, ".value", "is not a number"),
+        ({"metric": "a", "value": 1, "tolerance": "5 percent"}, ".tolerance", "not a tolerance"),
+        ({"metric": "a", "value": 1, "tolerance": "±0.1"}, ".tolerance", "not a tolerance"),
+        ({"metric": "a", "value": 1, "tolerance": -0.1}, ".tolerance", ">= 0"),
+        ({"value": 1}, ".metric", "metric name"),
+        ([{"metric": "a", "value": 1}, {"metric": "b", "value": [1]}], "[1].value", "not a"),
+        ([], "", "empty list"),
+    ],
+)
+def test_bad_expected_is_refused(raw: Any, field: str, message: str) -> None:
+    with pytest.raises(ExpectedError) as info:
+        parse_expected(raw)
+    assert info.value.field == field and message in info.value.message
+
+
+def test_match_expected_reports_both_numbers() -> None:
+    (exp,) = parse_expected({"metric": "rmse", "value": 0.597, "tolerance": 0.005})
+    assert match_expected(exp, {"rmse": 0.5991}).kind == "pass"
+    out = match_expected(exp, {"rmse": 0.549})
+    assert out.kind == "fail" and "0.549" in out.detail and "0.597" in out.detail
+    assert match_expected(exp, {"rmse": "nan"}).kind == "fail"
+    missing = match_expected(exp, {"a.rmse": 1.0})
+    assert missing.kind == "missing" and "a.rmse" in missing.detail
+
+
+def test_expected_verdicts_follow_the_execution(tmp_path: Path) -> None:
+    saus = [
+        sau("s-D3-001", expected={"metric": "acc", "value": 0.9, "tolerance": 0.01}, dim="D3"),
+        sau("s-D3-002", expected=[{"metric": "acc", "value": 0.9}, {"metric": "f1", "value": 1}]),
+        sau("s-D1-001", dim="D1"),  # neither check nor expected: no row
+    ]
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    (executed / "results.json").write_text('{\n  "acc": 0.905\n}\n')
+
+    def verdicts(record: dict | None) -> dict[str, tuple[str, str | None]]:
+        rows = judge_exec(tmp_path, saus, record, executed=executed, backend=NoSandbox())
+        return {j.sau_id: (j.verdict, j.failure_mode) for j in rows}
+
+    assert verdicts(execution(acc=0.905)) == {
+        "s-D3-001": ("aligned", None),
+        "s-D3-002": ("missing", "omission"),  # f1 not reported
+    }
+    assert verdicts(execution(acc=0.5, f1=1))["s-D3-001"] == ("drifted", "implementation_mismatch")
+    assert verdicts(execution(acc=0.5, f1=1))["s-D3-002"] == ("drifted", "implementation_mismatch")
+    # a run that failed reports nothing, even where it left numbers behind
+    assert set(verdicts(execution("failed", acc=0.905)).values()) == {("missing", "omission")}
+    assert set(verdicts(None).values()) == {("missing", "omission")}
+    (row,) = judge_exec(tmp_path, saus[:1], execution(acc=0.905), executed=executed)
+    assert row.evidence[0].file == "results.json" and row.evidence[0].start == 2
+
+
+def test_settings_are_checked() -> None:
+    assert resolve_exec_settings({"time_limit_s": 5})["time_limit_s"] == 5
+    with pytest.raises(UserError, match=r"judge_settings\.exec\.timeout"):
+        resolve_exec_settings({"timeout": 5})
+    with pytest.raises(UserError, match="positive"):
+        resolve_exec_settings({"mem_mb": 0})
+
+
+# --------------------------------------------------------------------------- hashes and cache
+
+
+def test_tree_digest_ignores_bytecode_and_bookkeeping(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    first = tree_digest(tmp_path)
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
+    (tmp_path / ".snakemake_timestamp").write_text("")
+    assert tree_digest(tmp_path) == first
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert tree_digest(tmp_path) != first
+    assert tree_digest(tmp_path / "absent") is None
+
+
+def test_cache_key_and_store(tmp_path: Path) -> None:
+    env = {"backend": "bwrap", "python_env": "/env", "requirements": "abc"}
+    limits = {"time_limit_s": 60, "mem_mb": 1024}
+    key = cache_key("assert 1", "sub", "paper", env, limits)
+    assert key != cache_key("assert 2", "sub", "paper", env, limits)
+    assert key != cache_key("assert 1", "sub2", "paper", env, limits)
+    assert key != cache_key("assert 1", "sub", "paper", {**env, "requirements": "def"}, limits)
+    assert key != cache_key("assert 1", "sub", "paper", {**env, "backend": "docker"}, limits)
+    assert key != cache_key("assert 1", "sub", "paper", env, limits, "s-D2-001")
+    cache = CheckCache(tmp_path)
+    assert cache.get(key) is None
+    cache.put(key, Outcome("fail", "AssertionError", tail="tb", where=("m.py", 3)))
+    got = cache.get(key)
+    assert got is not None and got.cached and got.kind == "fail" and got.where == ("m.py", 3)
+    cache.put("e" * 64, Outcome("error", "timeout"))
+    assert cache.get("e" * 64) is None, "errors (possibly transient) are never cached"
+    (tmp_path / key[:2] / f"{key}.json").write_text("{broken")
+    assert cache.get(key) is None
+
+
+def test_empty_submission_is_missing_without_a_sandbox(tmp_path: Path) -> None:
+    executed = tmp_path / "executed"
+    executed.mkdir()
+    (executed / ".snakemake_timestamp").write_text("")
+    rows = judge_exec(
+        tmp_path, [sau("s-D2-001", GOOD_CHECK)], None, executed=executed, backend=NoSandbox()
+    )
+    assert [(r.verdict, r.failure_mode) for r in rows] == [("missing", "omission")]
+
+
+def test_no_sandbox_available_gives_errors(tmp_path: Path, monkeypatch) -> None:
+    import sabench.sandbox
+
+    def broken(name: str):
+        raise ModuleNotFoundError("No module named 'sabench.sandbox.podman'")
+
+    monkeypatch.setattr(sabench.sandbox, "get_backend", broken)
+    (tmp_path / "model.py").write_text(MODEL)
+    saus = [
+        sau("s-D2-001", GOOD_CHECK),
+        sau("s-D3-001", GOOD_CHECK, {"metric": "acc", "value": 1.0}),
+    ]
+    rows = judge_exec(
+        tmp_path, saus, execution(acc=1.0), executed=tmp_path, runtime={"python_env": "/x"}
+    )
+    assert [r.verdict for r in rows] == ["error", "error"]
+    assert all(r.score is None for r in rows)
+    assert "sabench.sandbox.podman" in rows[0].reasoning
+
+
+# --------------------------------------------------------------------------- in the sandbox
+
+
+@pytest.fixture(scope="module")
+def runtime(sandbox_env: Path) -> dict:
+    ok, why = get_backend("bwrap").available()
+    if not ok:
+        pytest.skip(f"bwrap unavailable: {why}")
+    return resolve_settings({"backend": "bwrap", "python_env": str(sandbox_env)})
+
+
+@pytest.fixture
+def executed(tmp_path: Path) -> Path:
+    folder = tmp_path / "executed"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "model.py").write_text(MODEL)
+    (folder / "pkg" / "__init__.py").write_text("")
+    (folder / "results.json").write_text('{"acc": 0.9}\n')
+    return folder
+
+
+def check(text: str, executed: Path, runtime: dict, **limits: Any) -> Outcome:
+    view = executed.parent / "agent_view"
+    view.mkdir(exist_ok=True)
+    (view / "paper.md").write_text("# Paper\n")
+    return run_check(text, executed, view, runtime, {"time_limit_s": 20, **limits})
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize(
+    ("text", "kind", "words"),
+    [
+        (GOOD_CHECK, "pass", "loss ok"),
+        ("import sys\nsys.exit(0)\nraise SystemExit(1)", "pass", ""),
+        (L1_CHECK, "fail", "AssertionError"),
+        ("import sys\nprint('bad value')\nsys.exit(3)", "fail", "the check exited with status 3"),
+        ("raise ValueError('no')", "fail", "ValueError: no"),
+        ("from model import stub\nstub(1)", "placeholder", "NotImplementedError"),
+        ("import optimizer", "missing", "no module 'optimizer'"),
+        ("from model import fit", "missing", "cannot import name 'fit'"),
+        ("import pkg.trainer", "missing", "pkg.trainer"),
+    ],
+)
+def test_check_outcomes(executed: Path, runtime: dict, text: str, kind: str, words: str) -> None:
+    out = check(text, executed, runtime)
+    assert out.kind == kind, (out.detail, out.tail)
+    assert words in out.detail + out.tail
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("does not parse", "def f(:\n    pass\n", "does not parse"),
+        ("has a null byte", "x = 1\x00\n", "does not parse"),
+        ("a bug in the check", "import model\nassert modle.loss", "a bug in the check"),
+        ("hangs", "while True:\n    pass\n", "did not finish within 2 s"),
+        (
+            "tries the network",
+            "import socket\nsocket.create_connection(('example.org', 80), timeout=3)",
+            "network",
+        ),
+        (
+            "tries an address",
+            "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)",
+            "network",
+        ),
+        ("writes to the paper", "open('/paper/notes.md', 'w').write('x')", "outside"),
+        ("writes to the system", "open('/etc/sabench-x', 'w').write('x')", "outside"),
+        ("writes to the repo", f"open({str(Path.cwd() / 'x.txt')!r}, 'w')", "outside"),
+        ("reads the SAUs", f"open({str(Path.cwd() / 'resources/papers')!r})", "outside"),
+        ("exits 0 from the code under test", "import os\nos._exit(0)", "before the runner"),
+        (
+            "fills the disk",
+            "f = open('big', 'wb')\nfor _ in range(40):\n    f.write(b'x' * (1 << 20))\nf.flush()",
+            "wrote more than",
+        ),
+    ],
+)
+def test_bad_checks_are_errors(
+    executed: Path, runtime: dict, name: str, text: str, words: str
+) -> None:
+    before = snapshot(executed)
+    out = check(
+        text, executed, runtime, time_limit_s=2 if name == "hangs" else 20, output_limit_mb=8
+    )
+    assert out.kind == "error", (name, out.kind, out.detail, out.tail)
+    assert words in out.detail, (name, out.detail)
+    assert snapshot(executed) == before, "executed/ must never change"
+
+
+@pytest.mark.bwrap
+def test_flood_is_capped_and_the_verdict_stands(executed: Path, runtime: dict) -> None:
+    text = "import sys\nfor i in range(100000):\n    print('x' * 100)\nprint('END')\n"
+    out = check(text, executed, runtime, log_limit_kb=16)
+    assert out.kind == "pass" and out.detail == "END"
+    assert len(out.tail) <= 1500
+
+
+@pytest.mark.bwrap
+def test_submission_exit_during_import_is_not_a_pass(executed: Path, runtime: dict) -> None:
+    (executed / "runner.py").write_text("import sys\nprint('running')\nsys.exit(0)\n")
+    out = check("import runner\nassert False", executed, runtime)
+    assert out.kind == "error" and "exited with status 0" in out.detail
+    (executed / "runner.py").write_text("import sys\nsys.exit(2)\n")
+    out = check("import runner", executed, runtime)
+    assert out.kind == "fail" and "code under test exited with status 2" in out.detail
+    assert out.where == ("runner.py", 2)
+
+
+@pytest.mark.bwrap
+def test_what_a_check_sees(executed: Path, runtime: dict) -> None:
+    """cwd and sys.path[0] are the submission copy; /check holds only the check and the runner;
+    /paper is the agent view; a submission file named like a stdlib module shadows nothing of the
+    runner's; writes stay in the copy."""
+    (executed / "traceback.py").write_text("raise RuntimeError('shadowed')\n")
+    (executed / "json.py").write_text("raise RuntimeError('shadowed')\n")
+    text = """
+import os, sys
+assert os.getcwd() == "/submission", os.getcwd()
+assert sys.path[0] == "/submission", sys.path
+assert sorted(os.listdir("/check")) == ["_sabench_runner.py", "check.py"], os.listdir("/check")
+assert open("/paper/paper.md").read() == "# Paper\\n"
+assert os.environ["PYTHONPATH"] == "/submission"
+assert "SABENCH_CHECK_NONCE" not in os.environ
+assert os.environ["SABENCH_SAU_ID"] == ""
+os.remove("model.py")
+open("new.txt", "w").write("x")
+open("/tmp/scratch", "w").write("x")
+print("seen")
+"""
+    before = snapshot(executed)
+    out = check(text, executed, runtime)
+    assert out.kind == "pass", (out.detail, out.tail)
+    assert snapshot(executed) == before
+
+
+@pytest.mark.bwrap
+def test_judge_runs_checks_once_then_from_the_cache(
+    executed: Path, runtime: dict, tmp_path: Path
+) -> None:
+    saus = [
+        sau("s-D2-001", GOOD_CHECK),
+        sau("s-D2-002", L1_CHECK),
+        sau("s-D2-003", "from model import stub\nstub(0)"),
+        sau("s-D2-004", "import socket\nsocket.create_connection(('1.1.1.1', 80))"),
+        sau(
+            "s-D3-001",
+            GOOD_CHECK + "# 2\n",
+            {"metric": "acc", "value": 0.8, "tolerance": 0.01},
+            "D3",
+        ),
+        sau("s-D3-002", "import nothing_here", {"metric": "acc", "value": 0.9}, "D3"),
+        sau("s-D3-003", "def f(:", {"metric": "acc", "value": 0.9}, "D3"),
+        sau("s-D4-001", dim="D4"),
+    ]
+    settings = {"cache_dir": str(tmp_path / "cache"), "time_limit_s": 20}
+    runs = []
+
+    class Counting:
+        def __init__(self) -> None:
+            self.inner = get_backend("bwrap")
+            self.name = self.inner.name
+
+        def run(self, spec, log_path):
+            runs.append(spec.command)
+            return self.inner.run(spec, log_path)
+
+    def judge() -> dict[str, Any]:
+        rows = judge_exec(
+            executed.parent,
+            saus,
+            execution(acc=0.9),
+            executed=executed,
+            agent_view=None,
+            runtime=runtime,
+            settings=settings,
+            backend=Counting(),
+        )
+        return {r.sau_id: r for r in rows}
+
+    first = judge()
+    got = {k: (r.verdict, r.failure_mode) for k, r in first.items()}
+    assert got == {
+        "s-D2-001": ("aligned", None),
+        "s-D2-002": ("drifted", "implementation_mismatch"),
+        "s-D2-003": ("placeholder", "placeholder"),
+        "s-D2-004": ("error", None),  # tries the network: contained, the run goes on
+        "s-D3-001": ("drifted", "implementation_mismatch"),  # the check passes, the number not
+        "s-D3-002": ("missing", "omission"),
+        "s-D3-003": ("error", None),  # an unusable check leaves the SAU undecided
+    }
+    assert "acc = 0.9, outside the paper's 0.8" in first["s-D3-001"].reasoning
+    assert first["s-D2-004"].score is None
+    assert not any(r.cached for r in first.values())
+    assert len(runs) == 6  # the check that does not parse never starts a sandbox
+    second = judge()
+    assert len(runs) == 7, "only the error (not cached) ran again"
+    assert [second[k].cached for k in ("s-D2-001", "s-D2-002", "s-D2-003", "s-D3-002")] == [
+        True
+    ] * 4
+    for key, row in first.items():
+        assert (row.verdict, row.failure_mode) == (second[key].verdict, second[key].failure_mode)
+    (executed / "model.py").write_text(MODEL.replace("w ** 2", "abs(w)"))
+    third = judge()
+    assert third["s-D2-001"].verdict == "drifted" and not third["s-D2-001"].cached
+    assert third["s-D2-002"].verdict == "aligned"
+
+
+@pytest.mark.bwrap
+def test_time_budget_turns_the_rest_into_errors(executed: Path, runtime: dict) -> None:
+    saus = [sau(f"s-D2-00{i}", "import time\ntime.sleep(1.2)") for i in range(1, 4)]
+    rows = judge_exec(
+        executed.parent,
+        saus,
+        execution(),
+        executed=executed,
+        runtime=runtime,
+        settings={"cache": False, "total_time_s": 1},
+    )
+    assert [r.verdict for r in rows] == ["aligned", "error", "error"]
+    assert "time budget" in rows[1].reasoning
+
+
+@pytest.mark.bwrap
+def test_run_judge_dispatch_and_cli(
+    executed: Path, runtime: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m sabench.judging RUN --judge exec`` on a run folder, as the workflow calls it."""
+    import pandas as pd
+
+    from sabench.judging import main
+    from sabench.saus import write_saus
+
+    run = executed.parent
+    (run / "submission").mkdir()
+    (run / "agent.json").write_text(
+        json.dumps({"agent": "a", "paper": "p", "seed": "0", "submission_hash": "h"})
+    )
+    (run / "execution.json").write_text(json.dumps(execution(acc=0.9)))
+    rows = [
+        {**sau("p-D2-001", GOOD_CHECK), "paper": "p", "source": "s", "weight": 1.0}
+        | {"origin": "curated", "category": None, "parent": None, "grounded": True},
+        {**sau("p-D1-001", dim="D1"), "paper": "p", "source": "s", "weight": 1.0}
+        | {"origin": "curated", "category": None, "parent": None, "grounded": True},
+    ]
+    write_saus(rows, tmp_path / "saus.parquet")
+    out = tmp_path / "exec.parquet"
+    monkeypatch.setenv("SABENCH_EXEC_CACHE", str(tmp_path / "cache"))
+    main(
+        [
+            str(run),
+            "--saus",
+            str(tmp_path / "saus.parquet"),
+            "--judge",
+            "exec",
+            "--out",
+            str(out),
+            "--runtime",
+            json.dumps({"backend": "bwrap", "python_env": runtime["python_env"]}),
+            "--quiet",
+        ]
+    )
+    frame = pd.read_parquet(out)
+    assert list(frame["sau_id"]) == ["p-D2-001"] and list(frame["verdict"]) == ["aligned"]
+    assert set(frame["judge"]) == {"exec"}
+    assert any((tmp_path / "cache").rglob("*.json"))

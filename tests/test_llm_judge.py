@@ -1,0 +1,326 @@
+"""The llm:<model> judge on a demo run, against the scripted OpenAI-compatible server: verdicts,
+evidence checks, retries, timeouts, malformed output, reruns from the cache, secrets, fingerprints."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from openai_server import ScriptedServer, request_text
+
+from sabench.contracts import JUDGMENT_COLUMNS
+from sabench.grid import JUDGE_SOURCES, PACKAGE_DIR, judge_fingerprint
+from sabench.index import build_index
+from sabench.judges.llm_judge import JudgeReply, Retriever, about_results, judge_llm
+from sabench.judging import judge_run
+
+REPO = Path(__file__).resolve().parents[1]
+DRIFTED = REPO / "resources" / "submissions" / "drifted" / "ridge-gd"
+JUDGE = "llm:openai/scripted"
+
+
+def load_saus() -> list[dict[str, Any]]:
+    data = yaml.safe_load((REPO / "resources/papers/ridge-gd/saus.yaml").read_text())
+    out = []
+    for s in data["saus"]:
+        row = {"paper": "ridge-gd", "sau_id": s["id"], "dimension": s["dimension"]}
+        row.update(claim=s["claim"], source=s["source"])
+        if "expected" in s:
+            row["expected"] = json.dumps(s["expected"])
+        out.append(row)
+    return out
+
+
+SAUS = load_saus()
+
+
+def sau_of(request: dict[str, Any]) -> str:
+    m = re.search(r"Claim (\S+) \(D\d", request_text(request))
+    return m.group(1) if m else ""
+
+
+def reply(verdict: str, score: float, evidence: list[tuple[str, int, int]], **kw: Any) -> dict:
+    return {
+        "json": {
+            "reasoning": kw.pop("reasoning", f"{verdict} by script"),
+            "evidence": [{"file": f, "start": a, "end": b} for f, a, b in evidence],
+            "verdict": verdict,
+            "score": score,
+            "failure_mode": kw.pop("failure_mode", None),
+        }
+    }
+
+
+#: The scripted model's answers for the drifted ridge-gd run (the manifest's planted drifts).
+SCRIPT = {
+    "ridge-gd-D1-001": reply(
+        "drifted",
+        0,
+        [("config.json", 4, 4)],
+        failure_mode="implementation_mismatch",
+        reasoning="config.json:4 sets learning_rate 0.005, the paper says 0.05.",
+    ),
+    "ridge-gd-D2-001": reply(
+        "drifted",
+        0,
+        [("model.py", 8, 8), ("model.py", 900, 901), ("nowhere.py", 1, 1)],
+        failure_mode="cited_work_confusion",
+        reasoning="model.py:8 uses the lasso's L1 penalty, the cited method, not ridge's L2.",
+    ),
+    "ridge-gd-D2-006": reply("placeholder", 0, [("metrics.py", 10, 12)]),
+    "ridge-gd-D3-002": reply("partial", 0.5, [("main.py", 37, 41)]),
+}
+
+
+def scripted(request: dict[str, Any]) -> dict[str, Any]:
+    sau = sau_of(request)
+    return SCRIPT.get(sau) or reply("aligned", 1, [])
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer([scripted]) as s:
+        yield s
+
+
+def settings(server: ScriptedServer, tmp_path: Path, **kw: Any) -> dict[str, Any]:
+    return {
+        "api_base": server.url,
+        "cache_dir": str(tmp_path / "cache"),
+        "backoff_s": 0.01,
+        "max_retries": 2,
+        "timeout_s": 5,
+        "prices": {"input_per_mtok": 1.0, "output_per_mtok": 4.0},
+        **kw,
+    }
+
+
+def by_id(judgments: list[Any]) -> dict[str, Any]:
+    return {j.sau_id: j for j in judgments}
+
+
+def test_verdicts_scores_and_checked_evidence(server: ScriptedServer, tmp_path: Path) -> None:
+    got = by_id(judge_llm(JUDGE, settings(server, tmp_path), DRIFTED, SAUS))
+    assert set(got) == {s["sau_id"] for s in SAUS} and server.count == len(SAUS)
+    d1 = got["ridge-gd-D1-001"]
+    assert (d1.verdict, d1.score, d1.failure_mode) == ("drifted", 0.0, "implementation_mismatch")
+    assert [(e.file, e.start, e.end) for e in d1.evidence] == [("config.json", 4, 4)]
+    d2 = got["ridge-gd-D2-001"]
+    assert d2.failure_mode == "cited_work_confusion"
+    # a line past the end of model.py and a file that does not exist are dropped, and said so
+    assert [(e.file, e.start) for e in d2.evidence] == [("model.py", 8)]
+    assert "2 evidence reference(s) dropped" in d2.reasoning
+    stub = got["ridge-gd-D2-006"]
+    assert (stub.verdict, stub.failure_mode, stub.score) == ("placeholder", "placeholder", 0.0)
+    part = got["ridge-gd-D3-002"]
+    assert (part.verdict, part.score, part.failure_mode) == ("partial", 0.5, None)
+    ok = got["ridge-gd-D1-002"]
+    assert (ok.verdict, ok.score) == ("aligned", 1.0)
+    for j in got.values():
+        assert j.prompt_tokens > 0 and j.completion_tokens > 0 and not j.cached
+        assert j.cost_usd == pytest.approx((j.prompt_tokens + 4 * j.completion_tokens) / 1e6)
+        lines = {e.file: len((DRIFTED / e.file).read_text().splitlines()) for e in j.evidence}
+        assert all(1 <= e.start <= e.end <= lines[e.file] for e in j.evidence)
+
+
+def test_prompt_has_dimension_instructions_and_retrieved_evidence(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    judge_llm(JUDGE, settings(server, tmp_path), DRIFTED, SAUS)
+    prompts = {sau_of(b): b["messages"] for b in server.bodies()}
+    d1 = prompts["ridge-gd-D1-001"]
+    assert d1[0]["role"] == "system" and "cited_work_confusion" in d1[0]["content"]
+    user = d1[1]["content"]
+    assert "numerical values" in user and "Notations of one number are equal" in user
+    assert '"learning_rate": 0.005' in user and "### config.json" in user
+    assert "config.json:4" in user  # the named setting is listed
+    d4 = prompts["ridge-gd-D4-001"][1]["content"]
+    assert "in the stated order" in d4
+    assert "X = standardise(X)" in d4 and "split_data(X, y" in d4
+    d2 = prompts["ridge-gd-D2-001"][1]["content"]
+    assert "np.sum(np.abs(w))" in d2  # the drifted loss line is retrieved
+    # no whole files: a prompt shows excerpts of at most the line budget
+    for messages in prompts.values():
+        shown = re.findall(r"^\s*\d+ \| ", messages[1]["content"], re.M)
+        assert 0 < len(shown) <= 160
+
+
+def test_result_claims_get_the_execution_record(server: ScriptedServer, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(DRIFTED, run / "submission")
+    (run / "execution.log").write_text("epoch 1\n" * 100 + "linear-gauss rmse 0.549\nwrote\n")
+    execution = {"status": "ok", "exit_code": 0, "metrics": {"linear-gauss.ridge_gd.rmse": 0.549}}
+    judge_llm(JUDGE, settings(server, tmp_path), run / "submission", SAUS, execution)
+    prompts = {sau_of(b): b["messages"][1]["content"] for b in server.bodies()}
+    result = prompts["ridge-gd-D3-006"]
+    assert about_results(next(s for s in SAUS if s["sau_id"] == "ridge-gd-D3-006"))
+    assert "status ok, exit code 0" in result and '"linear-gauss.ridge_gd.rmse": 0.549' in result
+    assert "linear-gauss rmse 0.549" in result and result.count("epoch 1") == 38  # the tail
+    assert "Execution of reproduce.sh" not in prompts["ridge-gd-D1-001"]
+    # code_only: never
+    server.reset()
+    judge_llm(
+        JUDGE, settings(server, tmp_path, code_only=True), run / "submission", SAUS, execution
+    )
+    # only the result claims' prompts change: they alone are asked again, the rest is cached
+    assert server.count == sum(about_results(s) for s in SAUS) >= 1
+    assert not any("Execution of reproduce.sh" in request_text(b) for b in server.bodies())
+
+
+def test_429_then_success(server: ScriptedServer, tmp_path: Path) -> None:
+    server.set_script(
+        [
+            {
+                "match": "Claim ridge-gd-D1-001 ",
+                "replies": [{"status": 429}, SCRIPT["ridge-gd-D1-001"]],
+            },
+            scripted,
+        ]
+    )
+    got = by_id(judge_llm(JUDGE, settings(server, tmp_path), DRIFTED, SAUS))
+    assert got["ridge-gd-D1-001"].verdict == "drifted"
+    assert server.count == len(SAUS) + 1
+    assert not any(j.verdict == "error" for j in got.values())
+
+
+def test_500s_exhausting_retries_give_an_error_verdict(
+    server: ScriptedServer, tmp_path: Path
+) -> None:
+    server.set_script([{"match": "Claim ridge-gd-D2-001 ", "replies": [{"status": 500}]}, scripted])
+    got = by_id(judge_llm(JUDGE, settings(server, tmp_path, max_retries=2), DRIFTED, SAUS))
+    err = got["ridge-gd-D2-001"]
+    assert (err.verdict, err.score, err.failure_mode) == ("error", None, None)
+    assert "server after 3 attempt(s)" in err.reasoning
+    assert server.count == len(SAUS) - 1 + 3
+    assert sum(j.verdict == "error" for j in got.values()) == 1
+    # the failure is not cached: a rerun asks again (and now gets an answer)
+    server.set_script([scripted])
+    server.reset()
+    got = by_id(judge_llm(JUDGE, settings(server, tmp_path), DRIFTED, SAUS))
+    assert server.count == 1 and got["ridge-gd-D2-001"].verdict == "drifted"
+
+
+def test_malformed_json_repaired_once_then_error(server: ScriptedServer, tmp_path: Path) -> None:
+    server.set_script(
+        [
+            {"match": "Claim ridge-gd-D1-002 ", "replies": [{"content": "{'verdict': aligned"}]},
+            {
+                "match": "Claim ridge-gd-D1-003 ",
+                "replies": [
+                    {"content": '{"verdict": "partial", "score": 1, "reasoning": "x"}'},
+                    reply("aligned", 1, []),
+                ],
+            },
+            scripted,
+        ]
+    )
+    got = by_id(judge_llm(JUDGE, settings(server, tmp_path), DRIFTED, SAUS))
+    bad = got["ridge-gd-D1-002"]
+    assert bad.verdict == "error" and bad.score is None
+    assert bad.reasoning.startswith("invalid structured output after one repair")
+    assert bad.prompt_tokens > 0  # the two calls' tokens are still counted
+    fixed = got["ridge-gd-D1-003"]
+    assert fixed.verdict == "aligned"
+    assert server.count == len(SAUS) + 2
+    repair = [b for b in server.bodies() if "Your reply could not be used" in request_text(b)]
+    assert any("partial verdict needs score" in request_text(b) for b in repair)
+
+
+def test_slow_reply_past_the_timeout(server: ScriptedServer, tmp_path: Path) -> None:
+    server.set_script(
+        [{"match": "Claim ridge-gd-D4-002 ", "replies": [{"delay": 3, "content": "{}"}]}, scripted]
+    )
+    cfg = settings(server, tmp_path, timeout_s=0.5, max_retries=1)
+    got = by_id(judge_llm(JUDGE, cfg, DRIFTED, SAUS))
+    assert got["ridge-gd-D4-002"].verdict == "error"
+    assert "timeout after 2 attempt(s)" in got["ridge-gd-D4-002"].reasoning
+    assert sum(j.verdict == "error" for j in got.values()) == 1
+
+
+def test_rerun_makes_zero_requests_and_the_same_table(
+    server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-judge-SECRET-abcdef123456"
+    monkeypatch.setenv("SABENCH_TEST_KEY", secret)
+    run = tmp_path / "runs" / "drifted" / "ridge-gd" / "0"
+    shutil.copytree(DRIFTED, run / "submission")
+    agent = {"agent": "drifted", "paper": "ridge-gd", "seed": 0, "submission_hash": "h"}
+    (run / "agent.json").write_text(json.dumps(agent))
+    saus_path = tmp_path / "saus.parquet"
+    pd.DataFrame(SAUS).to_parquet(saus_path)
+    cfg = settings(server, tmp_path, api_key_env="SABENCH_TEST_KEY", concurrency=3)
+
+    def judge(out: Path) -> pd.DataFrame:
+        judge_run(
+            JUDGE,
+            cfg,
+            "fp",
+            run / "submission",
+            run / "execution.json",
+            run / "agent.json",
+            saus_path,
+            out,
+        )
+        return pd.read_parquet(out)
+
+    first = judge(tmp_path / "first.parquet")
+    assert server.count == len(SAUS) and server.max_in_flight <= 3
+    assert list(first.columns) == list(JUDGMENT_COLUMNS)
+    assert server.requests[0]["headers"]["authorization"] == f"Bearer {secret}"
+    second = judge(tmp_path / "second.parquet")
+    assert server.count == len(SAUS), "a rerun must make no request"
+    assert second["cached"].all() and not first["cached"].any()
+    pd.testing.assert_frame_equal(
+        first.drop(columns=["cached", "latency_s"]), second.drop(columns=["cached", "latency_s"])
+    )
+    for path in [tmp_path / "first.parquet", *(tmp_path / "cache").rglob("*.json")]:
+        assert secret.encode() not in path.read_bytes()
+
+
+def test_empty_submission_needs_no_call(server: ScriptedServer, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    got = judge_llm(JUDGE, settings(server, tmp_path), tmp_path / "empty", SAUS)
+    assert {j.verdict for j in got} == {"missing"} and server.count == 0
+
+
+def test_reply_model_rules() -> None:
+    ok = JudgeReply.model_validate(
+        {"reasoning": "r", "verdict": "Drifted", "score": 0.0, "failure_mode": "null"}
+    )
+    assert ok.verdict == "drifted" and ok.failure_mode == "implementation_mismatch"
+    assert JudgeReply.model_validate({"reasoning": "r", "verdict": "missing", "score": 0})
+    for bad in (
+        {"reasoning": "r", "verdict": "aligned", "score": 0.5},
+        {"reasoning": "r", "verdict": "partial", "score": 1},
+        {"reasoning": "r", "verdict": "partial", "score": 0.6},
+        {"reasoning": "r", "verdict": "great", "score": 1},
+    ):
+        with pytest.raises(ValueError):
+            JudgeReply.model_validate(bad)
+
+
+def test_retrieval_budget_and_ranking() -> None:
+    index = build_index(DRIFTED)
+    retriever = Retriever(index, SAUS, max_evidence_lines=20)
+    bundle = retriever.retrieve(SAUS[0])
+    assert bundle.n_lines <= 20
+    assert bundle.excerpts[0].path == "config.json"  # the value's setting comes first
+    assert bundle.contains("config.json", 4, 4) and not bundle.contains("config.json", 40, 41)
+
+
+def test_fingerprint_covers_prompts_and_ignores_endpoint() -> None:
+    patterns = JUDGE_SOURCES["llm"]
+    files = {p.name for pat in patterns for p in PACKAGE_DIR.glob(pat)}
+    assert {"judge_system.j2", "judge_D1.j2", "judge_base.j2", "repair.j2", "client.py"} <= files
+    base = {"temperature": 0.0}
+    fp = judge_fingerprint(JUDGE, base)
+    assert fp == judge_fingerprint(JUDGE, {**base, "api_base": "http://x", "concurrency": 9})
+    assert fp != judge_fingerprint(JUDGE, {**base, "temperature": 0.5})
+    assert fp != judge_fingerprint("llm:openai/other", base)

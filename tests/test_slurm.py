@@ -1,0 +1,467 @@
+"""`snakemake --profile slurm` on a real single-node Slurm cluster.
+
+The cluster is started by tests/slurm/start.sh when `sinfo` does not answer (Debian's slurm-wlm and
+munge, MariaDB + slurmdbd for accounting, one fake GPU as GRES) and stopped at the end by
+tests/slurm/stop.sh, which stops only the daemons this session started. What Slurm was asked for is
+read back from Slurm's own records: `sacct` (with accounting) or `scontrol show job` (without).
+
+The profile tests at the top need no cluster: they check that the profile is found and read.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+SCRIPTS = REPO / "tests" / "slurm"
+STATE = Path(os.environ.get("SABENCH_SLURM_STATE", "/tmp/sabench-slurm"))
+PAPER = "ridge-gd"
+GPU_AGENT, CPU_AGENT = "reference", "drifted"
+# The first status check after 5 s instead of the profile's 40 s: test jobs last seconds.
+FAST_STATUS = ("--slurm-init-seconds-before-status-checks", "5")
+# Columns that measure time, not what was judged or scored.
+TIMING = re.compile(r"latency|wall_s|peak_mem|started_at")
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
+
+
+def snakemake(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [SNAKEMAKE, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def ok(proc: subprocess.CompletedProcess[str], what: str) -> str:
+    out = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        pytest.fail(f"{what} failed ({proc.returncode}):\n{out[-6000:]}")
+    return out
+
+
+# ------------------------------------------------------------------ the profile, no cluster needed
+
+
+def test_slurm_link_is_the_profile() -> None:
+    link = REPO / "slurm"
+    assert link.is_symlink() and os.readlink(link) == "profiles/slurm"
+    assert (link / "config.yaml").samefile(REPO / "profiles" / "slurm" / "config.yaml")
+
+
+@pytest.mark.parametrize("profile", ["slurm", "profiles/slurm"])
+def test_profile_is_found_from_the_repo_root(profile: str) -> None:
+    out = ok(snakemake("--profile", profile, "-n", "-p", "--config", f"papers={PAPER}"), "dry run")
+    assert f"Using profiles {profile} and workflow specific profile profiles/default" in out
+    assert "sabench.yaml" in out  # the profile's configfile is read ...
+    assert '"backend": "apptainer"' in out  # ... and merged into runtime
+    assert "/.cache/apptainer" in out  # the image cache, under the repository: a shared path
+    # --config on the command line keeps the profile's settings it does not name
+    out = ok(
+        snakemake(
+            "--profile",
+            profile,
+            "-n",
+            "-p",
+            "--config",
+            f"papers={PAPER}",
+            "runtime={backend: bwrap}",
+        ),
+        "dry run with --config",
+    )
+    assert '"backend": "bwrap"' in out and "/.cache/apptainer" in out
+
+
+def test_local_profile_is_read() -> None:
+    out = ok(snakemake("--profile", "profiles/local", "-n", "-p"), "dry run")
+    assert '"backend": "docker"' in out
+
+
+def test_profile_settings() -> None:
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert profile["executor"] == "slurm"
+    # works with and without accounting (the plugin's sacct default hangs without it)
+    assert profile["slurm-status-command"] == "squeue"
+    assert "retries" not in profile  # a failed agent is never re-rolled
+    # the workflow profile must not set default-resources: it would hide the slurm profile's
+    default = yaml.safe_load((REPO / "profiles" / "default" / "config.yaml").read_text())
+    assert "default-resources" not in default
+
+
+# ------------------------------------------------------------------ the cluster
+
+
+@dataclass
+class Cluster:
+    gpu_model: str | None  # the GRES type of the node's GPUs
+    accounting: bool  # sacct has the records; else scontrol (MinJobAge keeps them)
+
+
+def _sinfo_answers() -> bool:
+    if shutil.which("sinfo") is None:
+        return False
+    try:
+        proc = subprocess.run(
+            ["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=20
+        )
+    except subprocess.TimeoutExpired:
+        return False
+    return proc.returncode == 0 and bool(proc.stdout.strip())
+
+
+def _stop_what_we_started() -> None:
+    started = STATE / "fixture-started"
+    if started.is_file():
+        names = sorted(set(started.read_text().split()))
+        subprocess.run(
+            ["bash", str(SCRIPTS / "stop.sh"), *names],
+            env={**os.environ, "SABENCH_SLURM_STATE": str(STATE)},
+            timeout=300,
+            check=False,
+        )
+        started.unlink()
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[Cluster]:
+    """A Slurm that answers: the one already running, or ours (started here, stopped at the end).
+
+    A lock file shared by concurrent test sessions: the start is serialised, and only the last
+    session out stops the daemons a session started (listed in $STATE/fixture-started).
+    """
+    STATE.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(STATE.parent / f"{STATE.name}.lock", "a+")  # noqa: SIM115 (held for the session)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        if not _sinfo_answers():
+            if os.geteuid() != 0:
+                pytest.skip("no Slurm answers and starting one needs root")
+            STATE.mkdir(parents=True, exist_ok=True)
+            env = {**os.environ, "SABENCH_SLURM_STARTED": str(STATE / "fixture-started")}
+            start = subprocess.run(
+                ["bash", str(SCRIPTS / "start.sh")],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=900,
+                stdin=subprocess.DEVNULL,
+            )
+            if start.returncode != 0 or not _sinfo_answers():
+                _stop_what_we_started()
+                pytest.fail(f"could not start a local Slurm:\n{start.stdout}\n{start.stderr}")
+        gres = subprocess.run(["sinfo", "-h", "-o", "%G"], capture_output=True, text=True).stdout
+        config = subprocess.run(
+            ["scontrol", "show", "config"], capture_output=True, text=True
+        ).stdout
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # others may use the cluster now
+    gpu = re.search(r"\bgpu(?::([A-Za-z0-9_.]+))?:\d+", gres)
+    if gpu is None:
+        lock.close()
+        pytest.skip(f"the running Slurm has no GPU GRES ({gres.strip()!r})")
+    accounting = not re.search(r"AccountingStorageType\s*=\s*accounting_storage/none", config)
+    try:
+        yield Cluster(gpu_model=gpu.group(1), accounting=accounting)
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print("local Slurm left running: another test session uses it")
+        else:
+            _stop_what_we_started()
+        lock.close()
+
+
+# ------------------------------------------------------------------ the grid
+
+
+@pytest.fixture(scope="module")
+def grid(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A test agents file: the reference agent asks for a GPU (of the node's model), drifted not."""
+    gpu_agent = {
+        "kind": "replay",
+        "path": f"resources/submissions/{GPU_AGENT}/{{paper}}",
+        "gpus": 1,
+    }
+    if slurm_cluster.gpu_model:
+        gpu_agent["gpu_model"] = slurm_cluster.gpu_model
+    agents = {
+        GPU_AGENT: gpu_agent,
+        CPU_AGENT: {"kind": "replay", "path": f"resources/submissions/{CPU_AGENT}/{{paper}}"},
+    }
+    path = tmp_path_factory.mktemp("slurm-grid") / "agents.yaml"
+    path.write_text(yaml.safe_dump(agents))
+    return path
+
+
+def config(results: Path, agents_file: Path) -> list[str]:
+    # bwrap: apptainer (the slurm profile's backend) cannot be installed here
+    return [
+        "--config",
+        f"results={results}",
+        f"papers={PAPER}",
+        f"agents={GPU_AGENT},{CPU_AGENT}",
+        f"agents_file={agents_file}",
+        "runtime={backend: bwrap}",
+    ]
+
+
+@pytest.fixture(scope="module")
+def local_run(grid: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    results = tmp_path_factory.mktemp("slurm-local") / "results"
+    ok(snakemake("--cores", "2", *config(results, grid)), "local run")
+    return results
+
+
+def tables(results: Path) -> dict[str, pd.DataFrame]:
+    out = {}
+    for path in sorted((results / "tables").glob("*.parquet")):
+        frame = pd.read_parquet(path)
+        frame = frame.drop(columns=[c for c in frame.columns if TIMING.search(c)])
+        keys = [c for c in ("agent", "paper", "seed", "judge", "sau_id", "dimension") if c in frame]
+        out[path.stem] = frame.sort_values(keys).reset_index(drop=True) if keys else frame
+    return out
+
+
+def assert_same_tables(results: Path, reference: Path) -> None:
+    got, want = tables(results), tables(reference)
+    assert sorted(got) == sorted(want)
+    assert {"judgments", "scores_by_agent", "runs"} <= set(got)
+    for name, frame in want.items():
+        pd.testing.assert_frame_equal(got[name], frame, obj=name)
+
+
+# ------------------------------------------------------------------ Slurm's records
+
+
+@dataclass
+class SlurmJob:
+    job_id: str
+    comment: str  # rule_<rule>_wildcards_<values joined by _>
+    tres: str  # what was requested: cpu=1,mem=4G,node=1,gres/gpu=1
+    gpu_spec: str  # how: the sbatch line (sacct) or TresPerJob (scontrol)
+    timelimit: str  # [D-]HH:MM:SS
+    state: str
+
+
+def run_id(log: str) -> str:
+    match = re.search(r"SLURM run ID: (\S+)", log)
+    assert match, "the slurm executor did not log its run ID"
+    return match.group(1)
+
+
+def slurm_jobs(name: str, cluster: Cluster) -> list[SlurmJob]:
+    """Every job of one snakemake run (job name = run ID), as Slurm recorded it."""
+    if cluster.accounting:
+        fields = "JobID,Comment,ReqTRES,Timelimit,State,SubmitLine"
+        out = subprocess.run(
+            ["sacct", "-X", "-n", "-P", "-S", "now-1days", "--name", name, "-o", fields],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        jobs = []
+        for line in out.splitlines():
+            job_id, comment, tres, limit, state, submit = line.split("|", 5)
+            jobs.append(SlurmJob(job_id, comment, tres, submit, limit, state.split()[0]))
+        return jobs
+    out = subprocess.run(
+        ["scontrol", "show", "job", "-o"], capture_output=True, text=True, check=True
+    ).stdout
+    jobs = []
+    for line in out.splitlines():
+        rec = dict(re.findall(r"(\w+)=(\S*)", line))
+        if rec.get("JobName") == name:
+            jobs.append(
+                SlurmJob(
+                    rec["JobId"],
+                    rec.get("Comment", ""),
+                    rec.get("TRES", ""),
+                    rec.get("TresPerJob", ""),
+                    rec.get("TimeLimit", ""),
+                    rec.get("JobState", ""),
+                )
+            )
+    return jobs
+
+
+def running_jobs(name: str) -> list[str]:
+    """The comments of the run's running jobs (sacct learns a comment only when the job ends)."""
+    out = subprocess.run(
+        ["squeue", "-h", "--name", name, "-t", "RUNNING", "-o", "%k"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    return out.split()
+
+
+def declared_jobs(dry_run: str) -> dict[str, dict[str, str]]:
+    """Slurm comment (rule_<rule>[_wildcards_<values>]) -> resources, for every job of a dry run."""
+    jobs = {}
+    for block in re.split(r"\n(?=\[.*\]\n(?:local)?rule \w+:)", dry_run):
+        head = re.search(r"^(?:local)?rule (\w+):", block, re.MULTILINE)
+        if head is None or head.group(1) == "all":
+            continue
+        comment = f"rule_{head.group(1)}"
+        wildcards = re.search(r"^\s+wildcards: (.*)$", block, re.MULTILINE)
+        if wildcards:
+            values = [kv.split("=", 1)[1] for kv in wildcards.group(1).split(", ")]
+            comment += f"_wildcards_{'_'.join(values)}"
+        resources = re.search(r"^\s+resources: (.*)$", block, re.MULTILINE).group(1)
+        jobs[comment] = dict(kv.split("=", 1) for kv in resources.split(", "))
+    return jobs
+
+
+def rule_of(comment: str) -> str:
+    return comment.removeprefix("rule_").split("_wildcards_")[0]
+
+
+def minutes(limit: str) -> int:
+    days, _, hms = limit.rpartition("-")
+    h, m, s = (int(x) for x in hms.split(":"))
+    return int(days or 0) * 1440 + h * 60 + m + (s > 0)
+
+
+def tres_value(tres: str, key: str) -> str | None:
+    match = re.search(rf"(?:^|,){re.escape(key)}=([^,]+)", tres)
+    return match.group(1) if match else None
+
+
+def mem_mb(value: str) -> int:
+    number, unit = re.fullmatch(r"([\d.]+)([KMGT]?)", value).groups()
+    scale = {"K": 1 / 1024, "M": 1, "": 1, "G": 1024, "T": 1024 * 1024}[unit]
+    return round(float(number) * scale)
+
+
+# ------------------------------------------------------------------ the tests with a cluster
+
+
+@pytest.mark.slurm
+@pytest.mark.bwrap
+def test_slurm_run(
+    slurm_cluster: Cluster, grid: Path, local_run: Path, tmp_path: Path, sandbox_env: Path
+) -> None:
+    """The demo grid through `snakemake --profile slurm`: GPU rules ask Slurm for the agent's GPU,
+    everything else for none; runtime and memory are the rules'; aggregation stays local; the
+    tables equal those of a local run."""
+    results = tmp_path / "results"
+    args = ["--profile", "slurm", *FAST_STATUS, *config(results, grid)]
+    declared = declared_jobs(ok(snakemake(*args, "-n"), "dry run"))
+    log = ok(snakemake(*args), "snakemake --profile slurm")
+
+    jobs = {job.comment: job for job in slurm_jobs(run_id(log), slurm_cluster)}
+    local = set(re.findall(r"^localrule (\w+):", log, re.MULTILINE))
+    assert {"judgments", "aggregate", "report"} <= local, "the aggregation must stay local"
+    assert {rule_of(c) for c in jobs} == {"reproduce", "execute", "judge"}
+    remote = sorted(c for c in declared if rule_of(c) not in local)
+    assert sorted(jobs) == remote, "Slurm got other jobs than the rules declare"
+    for comment, job in jobs.items():
+        want = declared[comment]
+        assert job.state == "COMPLETED", (comment, job.state)
+        assert minutes(job.timelimit) == int(want["runtime"]), (comment, job.timelimit)
+        assert mem_mb(tres_value(job.tres, "mem")) == int(want["mem_mb"]), (comment, job.tres)
+        assert tres_value(job.tres, "cpu") == want.get("cpus_per_task", "1"), (comment, job.tres)
+        is_gpu_rule = comment.startswith(("rule_reproduce_", "rule_execute_"))
+        if is_gpu_rule and f"_wildcards_{GPU_AGENT}_" in comment:
+            assert tres_value(job.tres, "gres/gpu") == "1", (comment, job.tres)
+            if slurm_cluster.gpu_model:
+                assert slurm_cluster.gpu_model in job.gpu_spec, (comment, job.gpu_spec)
+        else:
+            assert "gpu" not in job.tres and "gpu" not in job.gpu_spec, (comment, job.tres)
+    assert_same_tables(results, local_run)
+
+
+@pytest.mark.slurm
+@pytest.mark.bwrap
+def test_killed_run_resumes(
+    slurm_cluster: Cluster, grid: Path, local_run: Path, tmp_path: Path, sandbox_env: Path
+) -> None:
+    """snakemake killed (SIGKILL) while a Slurm job runs, that job cancelled too: the rerun with
+    --rerun-incomplete finishes with the same tables and redoes nothing that had finished."""
+    results = tmp_path / "results"
+    args = ["--profile", "slurm", *FAST_STATUS, *config(results, grid)]
+    log_path = tmp_path / "first.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            [SNAKEMAKE, *args],
+            cwd=REPO,
+            env=clean_env(),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        name = None
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            log = log_path.read_text()
+            if name is None and "SLURM run ID" in log:
+                name = run_id(log)
+            reproduced = len(re.findall(r"Finished jobid: \d+ \(Rule: reproduce\)", log))
+            running = running_jobs(name) if name else []
+            if reproduced == 2 and any(c.startswith("rule_execute_") for c in running):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail(
+                f"no execute job ran while snakemake lived:\n{log_path.read_text()[-4000:]}"
+            )
+        finished = {
+            p: p.stat().st_mtime_ns
+            for agent in (GPU_AGENT, CPU_AGENT)
+            for p in (results / "runs" / agent / PAPER / "0").glob("agent.json")
+        } | {p: p.stat().st_mtime_ns for p in (results / "papers" / PAPER).glob("*.*")}
+        assert len(finished) >= 4
+        proc.send_signal(signal.SIGKILL)  # the snakemake process dies: no clean-up at all
+        proc.wait(timeout=30)
+        # ... and its Slurm jobs are killed too (time limit, preemption, scancel)
+        subprocess.run(["scancel", "--name", name], check=True)
+        for _ in range(120):
+            if not subprocess.run(
+                ["squeue", "-h", "--name", name, "-t", "PENDING,RUNNING,COMPLETING"],
+                capture_output=True,
+                text=True,
+            ).stdout.strip():
+                break
+            time.sleep(0.5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    # A killed snakemake leaves its lock. A user runs `snakemake --profile slurm --unlock`; that
+    # removes every lock of the working directory, including other runs' in this shared tree, so
+    # the test removes only the lock files naming this run's results.
+    for lock in (REPO / ".snakemake" / "locks").glob("*.lock"):
+        if str(results) in lock.read_text():
+            lock.unlink()
+    rerun = ok(snakemake(*args, "--rerun-incomplete"), "rerun with --rerun-incomplete")
+    stats = rerun.split("Job stats:", 1)[1].split("\n\n", 1)[0]
+    rules = set(re.findall(r"^(\w+)\s+\d+$", stats, re.MULTILINE))
+    assert "execute" in rules, stats
+    assert not rules & {"ingest", "saus", "reproduce"}, f"finished jobs ran again:\n{stats}"
+    for path, mtime in finished.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path} was rewritten"
+    assert_same_tables(results, local_run)
