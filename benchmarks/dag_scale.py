@@ -38,6 +38,8 @@ SAME_SHAPE = """
 PAPERS = {papers!r}
 RUNS = {runs!r}
 JUDGES = {judges!r}
+wildcard_constraints:
+    judge="|".join(JUDGES)
 RUN = "r/runs/{{agent}}/{{paper}}/{{seed}}"
 rule all:
     input: "r/tables.done", "r/report.done"

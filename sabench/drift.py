@@ -530,7 +530,7 @@ def _matches(name: str, keys: Sequence[str]) -> bool:
 def _removal_edits(pf: _PyFile, keys: Sequence[str]) -> list[tuple[int, int, str]]:
     """Edits that remove every element, entry, definition or statement naming one of ``keys``."""
     spans: list[tuple[int, int, str]] = []
-    emptied: dict[int, list[ast.stmt]] = {}
+    emptied: dict[int, set[int]] = {}  # body list -> its statements removed so far
 
     def drop_stmt(stmt: ast.stmt) -> None:
         body = next(
@@ -545,8 +545,8 @@ def _removal_edits(pf: _PyFile, keys: Sequence[str]) -> list[tuple[int, int, str
         if pf.text[pf.offset(last, stmt.end_col_offset or 0) : b].strip().split("#")[0].strip():
             return
         if body is not None:
-            emptied.setdefault(id(body), body).append(stmt)
-            if len({id(s) for s in emptied[id(body)]}) == len(body):
+            emptied.setdefault(id(body), set()).add(id(stmt))
+            if len(emptied[id(body)]) == len(body):
                 indent = line_text[: len(line_text) - len(line_text.lstrip())]
                 spans.append((a, b, f"{indent}pass\n"))
                 return
@@ -586,6 +586,8 @@ def _removal_edits(pf: _PyFile, keys: Sequence[str]) -> list[tuple[int, int, str
             stmt = pf.statement_of(pf.parents.get(id(node)) or node)
         if stmt is None or isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             continue  # a parameter or decorator: the definition stays
+        if _is_docstring(stmt):
+            continue  # documentation stays: the code no longer does what it says
         if isinstance(stmt, (*_SIMPLE_STMTS, ast.Import, ast.ImportFrom, ast.Assert)):
             drop_stmt(stmt)
     # outermost spans win: drop spans nested in others

@@ -21,7 +21,7 @@ from sabench.errors import UserError
 
 PAPER_FILES = ("paper.md", "paper.pdf")
 SAU_FILES = ("saus.yaml", "saus.yml", "saus.json", "sau.json", "rubric.json")
-IMPLEMENTED_AGENT_KINDS = ("replay", "null", "basic", "pipeline")
+IMPLEMENTED_AGENT_KINDS = ("replay", "null", "basic", "pipeline", "command")
 IMPLEMENTED_JUDGES = ("static", "reference", "exec")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "config" / "schema"
@@ -201,6 +201,8 @@ def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
                 f"kind {agent['kind']!r} is not available in this version "
                 f"(available: {', '.join(IMPLEMENTED_AGENT_KINDS)})",
             )
+        if agent["kind"] == "command" and not agent.get("command"):
+            raise UserError(path, f"{name}.command", "a command agent needs its command line")
         if agent["kind"] in ("basic", "pipeline") and not agent.get("model"):
             raise UserError(path, f"{name}.model", f"a {agent['kind']} agent needs a model")
         if agent["kind"] != "replay":

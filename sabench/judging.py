@@ -160,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     args = parser.parse_args(argv)
-    out = args.out or args.run_dir / "judge" / f"{args.judge}.parquet"
+    from sabench.grid import judge_slug
+
+    out = args.out or args.run_dir / "judge" / f"{judge_slug(args.judge)}.parquet"
     view = args.agent_view
     if view is None and len(args.run_dir.resolve().parents) > 3:
         guess = args.run_dir.resolve().parents[3] / "papers" / args.run_dir.parent.name

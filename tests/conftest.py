@@ -26,13 +26,17 @@ def sandbox_env() -> Path:
 def _container_engine(name: str) -> Iterator[Any]:
     """An answering engine with the project's sandbox image built (tests/containers/engines.py)."""
     import importlib.util
+    import sys
 
-    spec = importlib.util.spec_from_file_location(
-        "sabench_test_engines", REPO / "tests" / "containers" / "engines.py"
-    )
-    assert spec is not None and spec.loader is not None
-    engines = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(engines)
+    engines = sys.modules.get("sabench_test_engines")
+    if engines is None:
+        spec = importlib.util.spec_from_file_location(
+            "sabench_test_engines", REPO / "tests" / "containers" / "engines.py"
+        )
+        assert spec is not None and spec.loader is not None
+        engines = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = engines
+        spec.loader.exec_module(engines)
     try:
         with engines.engine(name) as eng:
             try:

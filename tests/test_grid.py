@@ -76,7 +76,7 @@ def test_config_errors(tmp_path: Path, config: dict, field: str, message: str) -
         ("a:\n  kind: replay\n  path: subs/x\n", "a.path", "{paper}"),
         ("a:\n  kind: replay\n", "a.path", "{paper}"),
         ("null:\n  kind: 'null'\n", "null", "must be quoted"),
-        ("a:\n  kind: command\n  image: x\n", "a.kind", "not available in this version"),
+        ("a:\n  kind: command\n  image: x\n", "a.command", "needs its command line"),
         ("a:\n  kind: basic\n", "a.model", "needs a model"),
         ("a:\n  kind: replay\n  path: x/{paper}\n  colour: red\n", "a", "Additional properties"),
         ("a: [unclosed\n", None, "cannot parse"),

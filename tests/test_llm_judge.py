@@ -4,8 +4,11 @@ evidence checks, retries, timeouts, malformed output, reruns from the cache, sec
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -324,3 +327,27 @@ def test_fingerprint_covers_prompts_and_ignores_endpoint() -> None:
     assert fp == judge_fingerprint(JUDGE, {**base, "api_base": "http://x", "concurrency": 9})
     assert fp != judge_fingerprint(JUDGE, {**base, "temperature": 0.5})
     assert fp != judge_fingerprint("llm:openai/other", base)
+
+
+def test_prompts_are_identical_across_interpreters() -> None:
+    """The cache answers a rerun only if its prompts are byte-identical, whatever the hash seed."""
+    code = (
+        "import hashlib, json, sys, yaml\n"
+        "sys.path.insert(0, 'tests')\n"
+        "from test_llm_judge import SAUS, DRIFTED\n"
+        "from sabench.index import build_index\n"
+        "from sabench.judges.llm_judge import Retriever, build_messages, repo_overview\n"
+        "index = build_index(DRIFTED)\n"
+        "r = Retriever(index, SAUS)\n"
+        "out = [build_messages(s, r.retrieve(s), repo_overview(index)) for s in SAUS]\n"
+        "print(hashlib.sha256(json.dumps(out).encode()).hexdigest())\n"
+    )
+    digests = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, env=env
+        )
+        assert proc.returncode == 0, proc.stderr
+        digests.add(proc.stdout.strip())
+    assert len(digests) == 1

@@ -17,6 +17,7 @@ from openai_server import ScriptedServer
 
 from sabench.agents import run_agent
 from sabench.agents.tools import ToolError, Workspace, call_tool
+from sabench.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-secret-4f1c9a7e0b"
@@ -71,8 +72,15 @@ def _call(name: str, **arguments: object) -> dict:
 def _run(agent: dict, view: Path, tmp_path: Path, runtime: dict) -> tuple[dict, Path]:
     run_dir = tmp_path / "run"
     record = run_agent(
-        "a", agent, "ridge-gd", "0", run_dir / "submission", run_dir / "agent.json", REPO,
-        view, runtime,
+        "a",
+        agent,
+        "ridge-gd",
+        "0",
+        run_dir / "submission",
+        run_dir / "agent.json",
+        REPO,
+        view,
+        runtime,
     )
     return record, run_dir
 
@@ -96,7 +104,11 @@ def test_basic_agent_reads_writes_runs_and_submits(
                             _call("write_file", path="reproduce.sh", content=REPRODUCE),
                         ]
                     },
-                    {"tool_calls": [_call("bash", command="bash reproduce.sh && cat results.json && env")]},
+                    {
+                        "tool_calls": [
+                            _call("bash", command="bash reproduce.sh && cat results.json && env")
+                        ]
+                    },
                     {"tool_calls": [_call("submit")]},
                 ]
             }
@@ -197,6 +209,7 @@ def test_model_failure_is_a_status(
 
 def test_pipeline_agent(server: ScriptedServer, view: Path, tmp_path: Path, runtime: dict) -> None:
     plan = {"files": [{"path": "main.py", "purpose": "the experiment"}]}
+
     def by_stage(request: dict) -> dict | None:
         last = request["messages"][-1]["content"]
         if "planning stage" in last:
@@ -215,7 +228,9 @@ def test_pipeline_agent(server: ScriptedServer, view: Path, tmp_path: Path, runt
     assert record["status"] == "submitted", record
     sub = run_dir / "submission"
     assert (sub / "main.py").read_text() == MAIN_PY
-    assert (sub / "reproduce.sh").read_text() == REPRODUCE and os.access(sub / "reproduce.sh", os.X_OK)
+    assert (sub / "reproduce.sh").read_text() == REPRODUCE and os.access(
+        sub / "reproduce.sh", os.X_OK
+    )
     assert record["steps"] == 5  # plan + (analysis + code) for two files
 
 
@@ -265,10 +280,17 @@ def test_basic_agent_through_snakemake(server: ScriptedServer, tmp_path: Path) -
     proc = subprocess.run(
         [
             str(Path(sys.executable).with_name("snakemake")),
-            "--cores", "2",
-            "--config", f"agents_file={agents}", f"results={results}", "papers=ridge-gd",
+            "--cores",
+            "2",
+            "--config",
+            f"agents_file={agents}",
+            f"results={results}",
+            "papers=ridge-gd",
         ],
-        cwd=REPO, capture_output=True, text=True, env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     runs = pd.read_parquet(results / "tables" / "runs.parquet")
@@ -280,3 +302,109 @@ def test_basic_agent_through_snakemake(server: ScriptedServer, tmp_path: Path) -
     for path in results.rglob("*"):
         if path.is_file() and path.suffix in {".json", ".jsonl", ".log", ".parquet", ".md"}:
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_command_agent_contract(view: Path, tmp_path: Path, runtime: dict, monkeypatch) -> None:
+    monkeypatch.setenv("AGENT_TOKEN", "given-to-the-agent")
+    monkeypatch.setenv("OTHER_SECRET", "never-given")
+    (view / "blacklist.txt").write_text("https://github.com/authors/ridge-gd-code\n")
+    script = (
+        "cp /paper/paper.md notes.md && printf 'python3 -c \"print(1)\"\\n' > reproduce.sh && "
+        "env | sort && echo fetched https://github.com/authors/ridge-gd-code && "
+        "(echo x > /paper/x 2>/dev/null && echo paper-writable || echo paper-read-only)"
+    )
+    agent = {"kind": "command", "command": ["bash", "-c", script], "env": ["AGENT_TOKEN"]}
+    record, run_dir = _run(agent, view, tmp_path, runtime)
+    assert record["status"] == "submitted", record
+    assert sorted(p.name for p in (run_dir / "submission").iterdir()) == [
+        "notes.md",
+        "reproduce.sh",
+    ]
+    log = (run_dir / "agent-command.log").read_text()
+    assert "AGENT_TOKEN=given-to-the-agent" in log and "SABENCH_SEED=0" in log
+    assert "never-given" not in log and SECRET not in log
+    assert "paper-read-only" in log
+    assert record["blacklist_hits"] == ["https://github.com/authors/ridge-gd-code"]
+
+
+def test_command_agent_failure_and_missing_env(view: Path, tmp_path: Path, runtime: dict) -> None:
+    record, _ = _run({"kind": "command", "command": "bash -c 'exit 3'"}, view, tmp_path, runtime)
+    assert record["status"] == "error" and "exit code 3" in record["error"]
+    with pytest.raises(UserError, match="env: environment variable NOT_SET_ANYWHERE"):
+        _run(
+            {"kind": "command", "command": "true", "env": ["NOT_SET_ANYWHERE"]},
+            view,
+            tmp_path,
+            runtime,
+        )
+
+
+def _generic_model(request: dict) -> dict:
+    """Any paper, any model: a basic agent writes a tiny reproduction and submits; a pipeline
+    agent gets a one-file plan, an analysis and the code."""
+    messages = request["messages"]
+    last = messages[-1].get("content") or ""
+    if "planning stage" in last:
+        return {"json": {"files": [{"path": "main.py", "purpose": "the experiment"}]}}
+    if last.startswith("Analysis stage"):
+        return {"content": "follow the paper"}
+    if "`main.py`" in last:
+        return {"content": f"```python\n{MAIN_PY}```"}
+    if "`reproduce.sh`" in last:
+        return {"content": f"```bash\n{REPRODUCE}```"}
+    if any(m["role"] == "tool" for m in messages):
+        return {"tool_calls": [_call("submit")]}
+    return {
+        "tool_calls": [
+            _call("write_file", path="main.py", content=MAIN_PY),
+            _call("write_file", path="reproduce.sh", content=REPRODUCE),
+        ]
+    }
+
+
+@pytest.mark.workflow
+def test_grid_of_models_and_scaffolds(server: ScriptedServer, tmp_path: Path) -> None:
+    server.set_script([_generic_model])
+    command = f"printf '{MAIN_PY}' > main.py && printf '{REPRODUCE}' > reproduce.sh"
+    agents = {}
+    for model in ("openai/model-a", "openai/model-b"):
+        name = model.split("/")[1]
+        common = {"model": model, "api_base": server.url, "api_key_env": KEY_ENV}
+        agents[f"{name}_basic"] = {"kind": "basic", "max_steps": 4, **common}
+        agents[f"{name}_pipeline"] = {"kind": "pipeline", **common}
+        agents[f"{name}_command"] = {
+            "kind": "command",
+            "model": model,
+            "command": ["bash", "-c", command.replace("%", "%%")],
+        }
+    (tmp_path / "agents.yaml").write_text(json.dumps(agents))
+    results = tmp_path / "results"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
+    env.update({KEY_ENV: SECRET, "SABENCH_LLM_CACHE": str(tmp_path / "cache")})
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("snakemake")),
+            "--cores",
+            "2",
+            "--config",
+            f"agents_file={tmp_path / 'agents.yaml'}",
+            f"results={results}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = pd.read_parquet(results / "tables" / "runs.parquet")
+    papers = sorted(p.name for p in (REPO / "resources" / "papers").iterdir() if p.is_dir())
+    assert len(runs) == 6 * len(papers)
+    assert set(runs["agent_status"]) == {"submitted"}, runs[["agent", "agent_status"]]
+    assert set(runs["execution_status"]) == {"ok"}
+    scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+    assert set(scores["agent"]) == set(agents)
+    models = {
+        json.loads(r["body"])["model"] if isinstance(r["body"], str) else r["body"]["model"]
+        for r in server.requests
+    }
+    assert models == {"model-a", "model-b"}

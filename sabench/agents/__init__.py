@@ -66,7 +66,7 @@ def replay_archive(archive: Path, member: str, submission: Path) -> tuple[str, s
     return "replayed", None, refused
 
 
-MODEL_KINDS = ("basic", "pipeline")
+MODEL_KINDS = ("basic", "pipeline", "command")
 
 
 def run_model_agent(
@@ -83,8 +83,13 @@ def run_model_agent(
         raise ValueError(f"agent kind {agent['kind']!r} needs the paper's agent view")
     if agent["kind"] == "basic":
         from sabench.agents.basic import run_basic as run
-    else:
+    elif agent["kind"] == "pipeline":
         from sabench.agents.pipeline import run_pipeline as run
+    else:
+        from sabench.agents.command import run_command
+
+        log_path = transcript.with_name("agent-command.log")
+        return run_command(agent, paper, seed, view, submission, log_path, runtime)
     return run(agent, paper, seed, view, submission, transcript, runtime)
 
 
@@ -128,6 +133,10 @@ def run_agent(
             agent, paper, seed, view, submission, record.parent / "transcript.jsonl", runtime or {}
         )
         status, error = outcome.status, outcome.error or outcome.limit
+        from sabench.agents.command import blacklist_hits
+
+        logs = [record.parent / n for n in ("transcript.jsonl", "agent-command.log")]
+        outcome.extra["blacklist_hits"] = blacklist_hits(view, *logs)
     else:
         raise ValueError(f"agent kind {kind!r} is not implemented")
     files = [p for p in submission.rglob("*") if p.is_file()] if submission.is_dir() else []
@@ -144,6 +153,7 @@ def run_agent(
         "cost_usd": round(outcome.cost_usd, 6) if outcome else 0.0,
         "cached_calls": outcome.cached_calls if outcome else 0,
         "limit": outcome.limit if outcome else None,
+        **(outcome.extra if outcome else {}),
         "model": agent.get("model"),
         "error": error,
         "source": source,
@@ -174,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", type=Path, default=Path.cwd(), help="base of relative paths")
     parser.add_argument("--agent-view", type=Path, help="the paper as the agent sees it (/paper)")
     parser.add_argument(
-        "--runtime", type=json.loads, default={}, help="sandbox settings for the agent's tools (JSON)"
+        "--runtime",
+        type=json.loads,
+        default={},
+        help="sandbox settings for the agent's tools (JSON)",
     )
     parser.add_argument("--out", type=Path, required=True, help="run folder")
     args = parser.parse_args(argv)

@@ -68,7 +68,10 @@ async def pipeline(
 
     out = budget.outcome
     plan_messages = [
-        {"role": "user", "content": render("pipeline_plan.j2", paper_text=paper_text, addendum=addendum)}
+        {
+            "role": "user",
+            "content": render("pipeline_plan.j2", paper_text=paper_text, addendum=addendum),
+        }
     ]
     planned = await client.structured(plan_messages, Plan)
     for call in planned.calls:
@@ -97,7 +100,10 @@ async def pipeline(
                 {
                     "role": "user",
                     "content": render(
-                        "pipeline_code.j2", path=f["path"], analysis=analysis.content, written=written
+                        "pipeline_code.j2",
+                        path=f["path"],
+                        analysis=analysis.content,
+                        written=written,
                     ),
                 },
             ]
@@ -124,7 +130,11 @@ def run_pipeline(
 ) -> AgentOutcome:
     client = llm_client(agent, seed)
     paper_text = (view / "paper.md").read_text(encoding="utf-8")
-    addendum = (view / "addendum.md").read_text(encoding="utf-8") if (view / "addendum.md").is_file() else ""
+    addendum = (
+        (view / "addendum.md").read_text(encoding="utf-8")
+        if (view / "addendum.md").is_file()
+        else ""
+    )
     outcome = AgentOutcome(model=client.settings.model)
     budget = _Budget(outcome, agent.get("cost_limit_usd"), int(agent.get("max_steps", 200)))
     time_limit = float(agent.get("time_limit_s", 3600))
@@ -134,13 +144,17 @@ def run_pipeline(
         try:
             outcome = client.run(
                 asyncio.wait_for(
-                    pipeline(client, workspace, paper_text, addendum, transcript, budget), time_limit
+                    pipeline(client, workspace, paper_text, addendum, transcript, budget),
+                    time_limit,
                 )
             )
         except TimeoutError:
             outcome.status, outcome.limit = "limit", f"time limit ({time_limit:.0f}s)"
         except Exception as exc:  # the provider failing for good: a recorded status
-            outcome.status, outcome.error = "error", client.redact(f"{type(exc).__name__}: {exc}")[:500]
+            outcome.status, outcome.error = (
+                "error",
+                client.redact(f"{type(exc).__name__}: {exc}")[:500],
+            )
         finally:
             transcript.close()
         if (tmp / "reproduce.sh").is_file():

@@ -167,6 +167,7 @@ class Retriever:
         execution: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
+        canonical_order(index)
         self.index = index
         self.opt = {**JUDGE_DEFAULTS, **options}
         self.ctx = _Context(index, saus)
@@ -194,7 +195,7 @@ class Retriever:
                         facts.append(fact)
         # the lines that name the claim's identifiers and entities (first code sites)
         for name in [*claim.names, *claim.entities][:6]:
-            for fid, ln in [s for s in ctx.key(name).sites if s[0] in ctx.code_fids][:2]:
+            for fid, ln in sorted(s for s in ctx.key(name).sites if s[0] in ctx.code_fids)[:2]:
                 spans.append((fid, ln, ln))
         spans.extend((w.fid, w.start, w.end) for w in windows[3:])
         # named settings whose words fit the claim (config keys, argparse options, constants)
@@ -254,14 +255,27 @@ class Retriever:
             for a, b in merged:
                 bundle.excerpts.append(Excerpt(f.path, a, b, f.lines[a - 1 : b]))
                 bundle.shown.setdefault(f.path, set()).update(range(a, b + 1))
-        for fact in facts[: int(opt["max_settings"])]:
+        seen: set[tuple[str, int]] = set()
+        for fact in facts:
             fid = self.ctx.fid_of.get(fact.file)
-            if fid is None:
+            if fid is None or (fact.file, fact.line) in seen:
                 continue
+            if len(seen) >= int(opt["max_settings"]):
+                break
+            seen.add((fact.file, fact.line))
             text = index.files[fid].lines[fact.line - 1].strip()[:160]
             bundle.settings.append((fact.file, fact.line, text))
             bundle.shown.setdefault(fact.file, set()).add(fact.line)
         return bundle
+
+
+def canonical_order(index: CodeIndex) -> None:
+    """Sort the index's term and name postings: they are built from sets of strings, whose order
+    changes with every interpreter (hash seed), and a prompt must be byte-identical on a rerun
+    for the cache to answer it."""
+    for table in (index.term_chunks, index.key_chunks):
+        for chunks in table.values():
+            chunks.sort()
 
 
 def repo_overview(index: CodeIndex, limit: int = 40) -> list[str]:

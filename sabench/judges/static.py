@@ -68,6 +68,7 @@ RULES: dict[str, float] = {
     "number_share": 0.4,  # D1 support: share of the values found with their names (rest: coverage)
     "entity_share": 0.15,  # D3 support: share of the named datasets/baselines/metrics found
     "step_share": 0.5,  # D4 support: share of the steps found, when the steps are named
+    "anchor_credit": 1.0,  # a backticked name anchors a claim only where code (not a comment) has it
 }
 
 #: Support -> SA-Bench level: below BANDS[d][0] -> missing (0), then .25, .5, .75, and at or above
@@ -803,7 +804,7 @@ class _Judge:
 
         # Every backticked name is in real code: the anchors the curator gave are implemented.
         self.anchored = bool(claim.names) and all(
-            self.ctx.key(n).credit >= RULES["comment_credit"] for n in claim.names
+            self.ctx.key(n).credit >= RULES["anchor_credit"] for n in claim.names
         )
         if claim.dimension == "D1" and claim.numbers and not claim.expected:
             return self.numbers(claim, cov, ev)
@@ -981,6 +982,9 @@ class _Judge:
         if conflicts:
             s = min(s, 0.75)
         n_ok = sum(1 for x in supports if x >= 1.0)
+        if n_ok < len(supports):
+            # named things in the code do not vouch for values that are not found with their names
+            self.anchored = self.fn_anchor = False
         return self.by_support(
             s,
             evidence,

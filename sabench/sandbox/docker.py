@@ -578,7 +578,7 @@ class DockerSandbox(Sandbox):
         workdir = spec.workdir.resolve()
         control = Path(tempfile.mkdtemp(prefix=f"{CONTROL_PREFIX}{os.getpid()}-"))
         is_root = os.geteuid() == 0
-        uid, gid = _sandbox_ids()
+        uid, gid = _sandbox_ids() if effective_isolation(spec)["non_root"] else (0, 0)
         order = self.output_fs if is_root else ()
         out_stage = _OutputStage(workdir, control, spec.output_limit_bytes, order)
         notes: list[str] = []

@@ -44,7 +44,7 @@ setsid /usr/sbin/dockerd \
   --pidfile "$STATE/dockerd.own.pid" \
   --storage-driver "$DRIVER" \
   --iptables=false --ip6tables=false --ip-masq=false --bridge=none \
-  </dev/null >"$STATE/dockerd.log" 2>&1 &
+  </dev/null >"$STATE/dockerd.log" 2>&1 9>&- &
 echo $! >"$PIDFILE"
 for _ in $(seq 1 600); do
   if answers; then

@@ -44,7 +44,7 @@ if [ -f "$PIDFILE" ] && alive "$(cat "$PIDFILE")"; then
 fi
 rm -f "$SOCK" "$PIDFILE"
 setsid podman --log-level=warn system service --time=0 "unix://$SOCK" \
-  </dev/null >"$STATE/podman.log" 2>&1 &
+  </dev/null >"$STATE/podman.log" 2>&1 9>&- &
 echo $! >"$PIDFILE"
 for _ in $(seq 1 300); do
   if answers; then echo "PODMAN_HOST=unix://$SOCK"; exit 0; fi

@@ -129,7 +129,8 @@ if [ "$ACCOUNTING" = 1 ]; then
 	# \n: sed turns it into line breaks in the rendered file
 	ACCOUNTING_CONF="AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=localhost\nAccountingStoragePort=$DBD_PORT\nAccountingStorageTRES=gres/gpu\nAccountingStoreFlags=job_comment\nJobAcctGatherType=jobacct_gather/linux\nJobAcctGatherFrequency=30"
 else
-	ACCOUNTING_CONF="AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none"
+	# gres/gpu still tracked, so that scontrol's TRES of a job shows its GPUs
+	ACCOUNTING_CONF="AccountingStorageType=accounting_storage/none\nAccountingStorageTRES=gres/gpu\nJobAcctGatherType=jobacct_gather/none"
 fi
 render "$HERE/slurm.conf.in" "$ETC/slurm.conf"
 render "$HERE/gres.conf.in" "$ETC/gres.conf"
