@@ -76,7 +76,9 @@ def sabench_unit(
 def _print(title: str, table: Any) -> None:
     summary = drift_summary(table)
     print(f"\n{title}: {len(table)} mutants in {table['paper'].nunique()} papers")
-    print(f"{'drift type':<11} {'n':>5} {'recall':>7} {'credited':>9} {'false alarms':>13} {'drop':>6}")
+    print(
+        f"{'drift type':<11} {'n':>5} {'recall':>7} {'credited':>9} {'false alarms':>13} {'drop':>6}"
+    )
     for r in summary.itertuples():
         print(
             f"{r.drift_type:<11} {r.n_mutants:5d} {r.recall:7.3f} {r.recall_if_credited:9.3f} "
@@ -102,11 +104,15 @@ def main(argv: list[str] | None = None) -> int:
             futures.append(("demo", pool.submit(demo_unit, args.max_per_run)))
         if args.data:
             if not (args.data / "runs").is_dir():
-                print(f"{args.data}/runs is absent: point --data at SA-Bench's data", file=sys.stderr)
+                print(
+                    f"{args.data}/runs is absent: point --data at SA-Bench's data", file=sys.stderr
+                )
                 return 2
             papers = sorted(p.stem for p in (args.data / "saus").glob("*.json"))
             papers = [p for p in papers if not args.papers or p in args.papers]
-            configs = sorted(p.name[: -len(".tar.gz")] for p in (args.data / "runs").glob("*.tar.gz"))
+            configs = sorted(
+                p.name[: -len(".tar.gz")] for p in (args.data / "runs").glob("*.tar.gz")
+            )
             for config in configs:
                 if args.configs and config not in args.configs:
                     continue

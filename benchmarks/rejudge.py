@@ -58,7 +58,16 @@ def judge_config(data: Path, config: str, papers: list[str]) -> tuple[list[Row],
                 if j.score is not None and j.sau_id in ref:
                     ref_score = ref[j.sau_id]["score"]
                     rows.append(
-                        (config, paper, j.sau_id, j.dimension, j.score, ref_score, j.verdict, j.reasoning)
+                        (
+                            config,
+                            paper,
+                            j.sau_id,
+                            j.dimension,
+                            j.score,
+                            ref_score,
+                            j.verdict,
+                            j.reasoning,
+                        )
                     )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return rows, n, busy, peak
@@ -85,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     busy = 0.0
     worker_peak = 0.0
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for got, k, b, peak in pool.map(judge_config, [data] * len(configs), configs, [papers] * len(configs)):
+        for got, k, b, peak in pool.map(
+            judge_config, [data] * len(configs), configs, [papers] * len(configs)
+        ):
             rows += got
             n += k
             busy += b
@@ -116,7 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.dump:
         import json
 
-        keys = ("config", "paper", "sau_id", "dimension", "score", "reference", "verdict", "reasoning")
+        keys = (
+            "config",
+            "paper",
+            "sau_id",
+            "dimension",
+            "score",
+            "reference",
+            "verdict",
+            "reasoning",
+        )
         with args.dump.open("w") as fh:
             for r in rows:
                 fh.write(json.dumps(dict(zip(keys, r, strict=True))) + "\n")

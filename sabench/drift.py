@@ -533,9 +533,7 @@ def _removal_edits(pf: _PyFile, keys: Sequence[str]) -> list[tuple[int, int, str
     emptied: dict[int, set[int]] = {}  # body list -> its statements removed so far
 
     def drop_stmt(stmt: ast.stmt) -> None:
-        body = next(
-            (b for b in _body_lists(pf.parents.get(id(stmt), pf.tree)) if stmt in b), None
-        )
+        body = next((b for b in _body_lists(pf.parents.get(id(stmt), pf.tree)) if stmt in b), None)
         last = stmt.end_lineno or stmt.lineno
         a, b = pf.line_span(stmt.lineno, last)
         line_text = pf.text[a:b]
@@ -1062,8 +1060,9 @@ def drift_results(
         eligible = (
             [s for s, v in ref_scores.items() if v >= min_reference_score] if ref_scores else None
         )
-        mutants = make_mutants(submission, saus, eligible=eligible, cited=cited,
-                               max_per_type=max_per_run)
+        mutants = make_mutants(
+            submission, saus, eligible=eligible, cited=cited, max_per_type=max_per_run
+        )
         info = {"agent": agent, "paper": paper, "seed": str(seed)}
         rows.extend(judge_mutants(submission, saus, mutants, judges, info))
     return drift_frame(rows)

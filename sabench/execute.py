@@ -71,6 +71,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "metrics_files": ["results.json"],
     "isolation": {},
     "image_cache": None,
+    "apptainer": {},
 }
 #: A metrics file larger than this is not parsed (it is data, not a summary).
 MAX_METRICS_BYTES = 16 << 20
@@ -112,6 +113,8 @@ def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
             None, "runtime.isolation", f"must map {', '.join(ISOLATION_KEYS)} to true/false"
         )
     merged["isolation"] = dict(isolation)
+    if not isinstance(merged["apptainer"], Mapping):
+        raise UserError(None, "runtime.apptainer", "must map net/limits to true/false")
     return merged
 
 
@@ -353,7 +356,11 @@ def _execute_in_sandbox(
         python_env=cfg["python_env"],
         log_limit_kb=int(cfg["log_limit_kb"]),
         isolation=cfg["isolation"],
-        options={"image_cache": cfg["image_cache"]},
+        options={
+            "image_cache": cfg["image_cache"],
+            "apptainer_net": cfg["apptainer"].get("net"),
+            "apptainer_limits": cfg["apptainer"].get("limits"),
+        },
     )
     before = snapshot(executed)
     started_at = _now()

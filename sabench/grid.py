@@ -211,9 +211,7 @@ def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
             raise UserError(path, f"{name}.archive", "give either path or archive, not both")
         if "{paper}" not in replay_template(agent):
             field_name = f"{name}.archive" if "archive" in agent else f"{name}.path"
-            raise UserError(
-                path, field_name, "a replay agent needs a path template with {paper}"
-            )
+            raise UserError(path, field_name, "a replay agent needs a path template with {paper}")
 
 
 def load_agents(path: Path) -> dict[str, dict[str, Any]]:

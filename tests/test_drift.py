@@ -45,7 +45,9 @@ def main():
     results = {"model": evaluate(model, data), "baseline_mean": baseline_mean(data)}
     return results
 '''
-CONFIG = '{\n  "learning_rate": 0.05,\n  "dataset": "toy-set",\n  "baselines": ["baseline_mean"]\n}\n'
+CONFIG = (
+    '{\n  "learning_rate": 0.05,\n  "dataset": "toy-set",\n  "baselines": ["baseline_mean"]\n}\n'
+)
 SAUS = [
     {"sau_id": "p-D1-001", "dimension": "D1", "claim": "The learning rate is 0.05."},
     {"sau_id": "p-D1-002", "dimension": "D1", "claim": "Training runs for 200 epochs."},
@@ -80,9 +82,10 @@ def by_type(mutants: list) -> dict[tuple[str, str], object]:
 def test_each_drift_type_edits_what_its_sau_points_at(toy: Path) -> None:
     mutants = by_type(make_mutants(toy, SAUS))
     value = mutants[("p-D1-001", "value")]
-    assert set(value.files) == {"config.json"} and '"learning_rate": 0.005' in value.files[
-        "config.json"
-    ]
+    assert (
+        set(value.files) == {"config.json"}
+        and '"learning_rate": 0.005' in value.files["config.json"]
+    )
     epochs = mutants[("p-D1-002", "value")]
     assert "epochs=400" in epochs.files["main.py"]
     op = mutants[("p-D2-001", "operator")]

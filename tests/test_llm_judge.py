@@ -151,7 +151,7 @@ def test_prompt_has_dimension_instructions_and_retrieved_evidence(
     assert "np.sum(np.abs(w))" in d2  # the drifted loss line is retrieved
     # no whole files: a prompt shows excerpts of at most the line budget
     for messages in prompts.values():
-        shown = re.findall(r"^\s*\d+ \| ", messages[1]["content"], re.M)
+        shown = re.findall(r"^\d+\t", messages[1]["content"], re.M)
         assert 0 < len(shown) <= 160
 
 

@@ -34,7 +34,7 @@ def toy_judge(request: dict[str, Any]) -> dict[str, Any] | None:
     if not m:
         return None
     dim, claim = m.group(2), m.group(3)
-    code = "\n".join(re.findall(r"^\s*\d+ \| (.*)$", text, re.M))
+    code = "\n".join(re.findall(r"^\d+\t(.*)$", text, re.M))
     head = re.search(r"^### (\S+) \(lines (\d+)-(\d+)\)", text, re.M)
     evidence = [{"file": head[1], "start": int(head[2]), "end": int(head[2])}] if head else []
     if not code:

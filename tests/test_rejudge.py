@@ -17,6 +17,7 @@ import yaml
 
 from sabench.agents import run_agent
 from sabench.benchmarks_io.archive import clean_member, extract_member
+from sabench.benchmarks_io.calibrate import paperbench_table, sabench_table
 from sabench.benchmarks_io.reference import judge_reference, zero_verdict
 from sabench.errors import UserError
 from sabench.grid import load_settings
@@ -303,6 +304,8 @@ def test_sabench_table_through_snakemake(sabench_data: Path, tmp_path: Path) -> 
     for row in drift.itertuples():  # only what SA-Bench's judge found implemented is mutated
         assert ref.loc[(row.agent, row.paper, row.sau_id), "score"] >= 0.75
     assert "Drift injection" in page
+    table = sabench_table(tables, sabench_data)  # the table docs/calibration.md shows
+    assert len(table) == 12 and (table["difference"].abs() < 1e-4).all()
 
 
 @pytest.mark.shared
@@ -328,6 +331,10 @@ def test_paperbench_final_scores_through_snakemake(paperbench_data: Path, tmp_pa
         assert int(row["n_leaves_judged"].iloc[0]) == len(grade["node_results"])
     pinn = trees[(trees.paper == "pinn") & (trees.judge == "reference")]["score"].iloc[0]
     assert round(float(pinn), 4) == 0.4824
+    table = paperbench_table(results / "tables", paperbench_data)
+    assert (
+        (table["reference tree score (ours)"] - table["grade.json final_score"]).abs() < 5e-5
+    ).all()
 
 
 def test_example_configs_are_valid(repo: Path, tmp_path: Path) -> None:

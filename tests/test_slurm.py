@@ -76,7 +76,7 @@ def test_profile_is_found_from_the_repo_root(profile: str) -> None:
     assert f"Using profiles {profile} and workflow specific profile profiles/default" in out
     assert "sabench.yaml" in out  # the profile's configfile is read ...
     assert '"backend": "apptainer"' in out  # ... and merged into runtime
-    assert "/.cache/apptainer" in out  # the image cache, under the repository: a shared path
+    assert "/.cache/images" in out  # the image cache, under the repository: a shared path
     # --config on the command line keeps the profile's settings it does not name
     out = ok(
         snakemake(
@@ -90,7 +90,7 @@ def test_profile_is_found_from_the_repo_root(profile: str) -> None:
         ),
         "dry run with --config",
     )
-    assert '"backend": "bwrap"' in out and "/.cache/apptainer" in out
+    assert '"backend": "bwrap"' in out and "/.cache/images" in out
 
 
 def test_local_profile_is_read() -> None:
@@ -159,15 +159,20 @@ def slurm_cluster() -> Iterator[Cluster]:
                 pytest.skip("no Slurm answers and starting one needs root")
             STATE.mkdir(parents=True, exist_ok=True)
             env = {**os.environ, "SABENCH_SLURM_STARTED": str(STATE / "fixture-started")}
-            start = subprocess.run(
-                ["bash", str(SCRIPTS / "start.sh")],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=900,
-                stdin=subprocess.DEVNULL,
-            )
-            if start.returncode != 0 or not _sinfo_answers():
+            try:
+                start = subprocess.run(
+                    ["bash", str(SCRIPTS / "start.sh")],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=900,
+                    stdin=subprocess.DEVNULL,
+                )
+                started = start.returncode == 0 and _sinfo_answers()
+            except BaseException:
+                _stop_what_we_started()
+                raise
+            if not started:
                 _stop_what_we_started()
                 pytest.fail(f"could not start a local Slurm:\n{start.stdout}\n{start.stderr}")
         gres = subprocess.run(["sinfo", "-h", "-o", "%G"], capture_output=True, text=True).stdout
@@ -260,8 +265,9 @@ def assert_same_tables(results: Path, reference: Path) -> None:
 class SlurmJob:
     job_id: str
     comment: str  # rule_<rule>_wildcards_<values joined by _>
-    tres: str  # what was requested: cpu=1,mem=4G,node=1,gres/gpu=1
-    gpu_spec: str  # how: the sbatch line (sacct) or TresPerJob (scontrol)
+    tres: str  # what was requested: cpu=1,mem=4G,node=1[,gres/gpu=1]
+    gpu_spec: str  # how GPUs were asked for: the sbatch line (sacct) or TresPerJob (scontrol)
+    gpus: int
     timelimit: str  # [D-]HH:MM:SS
     state: str
 
@@ -285,7 +291,8 @@ def slurm_jobs(name: str, cluster: Cluster) -> list[SlurmJob]:
         jobs = []
         for line in out.splitlines():
             job_id, comment, tres, limit, state, submit = line.split("|", 5)
-            jobs.append(SlurmJob(job_id, comment, tres, submit, limit, state.split()[0]))
+            gpus = int(tres_value(tres, "gres/gpu") or 0)
+            jobs.append(SlurmJob(job_id, comment, tres, submit, gpus, limit, state.split()[0]))
         return jobs
     out = subprocess.run(
         ["scontrol", "show", "job", "-o"], capture_output=True, text=True, check=True
@@ -294,12 +301,16 @@ def slurm_jobs(name: str, cluster: Cluster) -> list[SlurmJob]:
     for line in out.splitlines():
         rec = dict(re.findall(r"(\w+)=(\S*)", line))
         if rec.get("JobName") == name:
+            # without accounting TRES leaves GRES out; TresPerJob is gres:gpu[:<model>]:<n>
+            per_job = rec.get("TresPerJob", "")
+            gpus = re.search(r"gpu(?:[:/][A-Za-z0-9_.]+)?[:=](\d+)$", per_job)
             jobs.append(
                 SlurmJob(
                     rec["JobId"],
                     rec.get("Comment", ""),
                     rec.get("TRES", ""),
-                    rec.get("TresPerJob", ""),
+                    per_job,
+                    int(gpus.group(1)) if gpus else 0,
                     rec.get("TimeLimit", ""),
                     rec.get("JobState", ""),
                 )
@@ -385,11 +396,12 @@ def test_slurm_run(
         assert tres_value(job.tres, "cpu") == want.get("cpus_per_task", "1"), (comment, job.tres)
         is_gpu_rule = comment.startswith(("rule_reproduce_", "rule_execute_"))
         if is_gpu_rule and f"_wildcards_{GPU_AGENT}_" in comment:
-            assert tres_value(job.tres, "gres/gpu") == "1", (comment, job.tres)
+            assert job.gpus == 1, (comment, job.tres, job.gpu_spec)
             if slurm_cluster.gpu_model:
                 assert slurm_cluster.gpu_model in job.gpu_spec, (comment, job.gpu_spec)
         else:
-            assert "gpu" not in job.tres and "gpu" not in job.gpu_spec, (comment, job.tres)
+            assert job.gpus == 0, (comment, job.tres, job.gpu_spec)
+            assert "gpu" not in job.tres and "gpu" not in job.gpu_spec, (comment, job.gpu_spec)
     assert_same_tables(results, local_run)
 
 

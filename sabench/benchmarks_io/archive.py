@@ -122,10 +122,11 @@ def extract_member(
                 if not _inside(root, os.path.realpath(parent)):
                     out.refused.append((info.name, "parent folder resolves outside the submission"))
                     continue
-                if os.path.lexists(target):
-                    if os.path.islink(target) or not os.path.isfile(target):
-                        out.refused.append((info.name, "would overwrite a link or folder"))
-                        continue
+                if os.path.lexists(target) and (
+                    os.path.islink(target) or not os.path.isfile(target)
+                ):
+                    out.refused.append((info.name, "would overwrite a link or folder"))
+                    continue
                 src = tar.extractfile(info)
                 if src is None:
                     continue

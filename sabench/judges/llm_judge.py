@@ -16,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -45,7 +47,13 @@ JUDGE_DEFAULTS: dict[str, Any] = {
     "max_settings": 12,  # named settings listed per SAU
     "max_files": 40,  # files listed in the repository overview
     "log_tail_lines": 40,  # execution log lines for claims about results
+    "fill_window": 8,  # lines per extra window that fills the rest of the budget
+    "fill_max": 200,  # extra windows considered per SAU
+    "fill_term_cap": 0.05,  # terms on more than this share of the code's lines say little
+    "fill_name_weight": 3.0,  # weight of an identifier the claim spells out (``hat_alpha``)
 }
+#: Identifiers spelled out in a claim's prose: snake_case or camelCase words.
+_IDENT_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
 _RESULT_RE = re.compile(
     r"\b(achiev\w*|report\w*|results?|accuracy|outperform\w*|error rate|rmse|mae|mse|f1|auc|"
     r"bleu|rouge|perplexity|score[sd]?|converg\w*|table \d|figure \d|fig\. \d)\b",
@@ -172,8 +180,11 @@ class Retriever:
         self.opt = {**JUDGE_DEFAULTS, **options}
         self.ctx = _Context(index, saus)
         self.judge = _Judge(self.ctx, execution)
+        self._n_lines = sum(len(index.files[f].lines) for f in self.ctx.code_fids) or 1
 
-    def _spans(self, sau: dict[str, Any]) -> tuple[list[tuple[int, int, int]], list[Any]]:
+    def _spans(self, sau: dict[str, Any]) -> tuple[list[tuple[int, int, int, bool]], list[Any]]:
+        """Ranked spans (file id, start, end, widen to the enclosing small function) and the named
+        settings, most specific first."""
         ctx = self.ctx
         claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)
         spans: list[tuple[int, int, int]] = []
@@ -207,7 +218,49 @@ class Retriever:
                 ranked.append((-overlap, fact.file, fact.line, fact))
         ranked.sort(key=lambda r: r[:3])
         settings = list(dict.fromkeys([*facts, *(r[3] for r in ranked)]))
-        return spans, settings
+        out = [(fid, a, b, True) for fid, a, b in spans]
+        return out + [(fid, a, b, False) for fid, a, b in self._fill(claim)], settings
+
+    def _windows(self, claim: Any) -> list[tuple[float, int, int]]:
+        """(score, file id, centre line) of every window where the claim's words meet, best first:
+        each code, config, comment or docstring line scores the idf-weighted claim terms it holds
+        (identifiers written in the claim, ``hat_alpha``, count as names), a window
+        (``fill_window`` lines) the sum of its lines."""
+        ctx = self.ctx
+        n_lines = self._n_lines
+        cap = float(self.opt["fill_term_cap"]) * n_lines + 50
+        line_score: dict[tuple[int, int], float] = defaultdict(float)
+        postings: list[tuple[float, list[tuple[int, int, float]]]] = []
+        for t, w in claim.terms.items():
+            postings.append((w, ctx.term(t).hits))
+        for ident in dict.fromkeys(_IDENT_RE.findall(claim.text)):
+            hits = [(f, ln, 1.0) for f, ln in ctx.key(ident).sites if f in ctx.code_fids]
+            postings.append((float(self.opt["fill_name_weight"]), hits))
+        for w, hits in postings:
+            if not hits or len(hits) > cap:
+                continue
+            idf = math.log((n_lines + 1) / (len(hits) + 1))
+            for fid, ln, credit in hits:
+                line_score[(fid, ln)] += w * idf * max(credit, 0.5)
+        half = int(self.opt["fill_window"]) // 2
+        scored = []
+        for fid, ln in line_score:
+            total = sum(line_score.get((fid, k), 0.0) for k in range(ln - half + 1, ln + half + 1))
+            scored.append((total, fid, ln))
+        scored.sort(key=lambda x: (-x[0], x[1], x[2]))
+        return scored
+
+    def _fill(self, claim: Any) -> list[tuple[int, int, int]]:
+        """More windows for what is left of the budget, best first, not overlapping."""
+        half = int(self.opt["fill_window"]) // 2
+        out: list[tuple[int, int, int]] = []
+        taken: set[tuple[int, int]] = set()
+        for _, fid, ln in self._windows(claim)[: int(self.opt["fill_max"])]:
+            if (fid, ln) in taken:
+                continue
+            out.append((fid, ln - half + 1, ln + half))
+            taken.update((fid, k) for k in range(ln - half + 1, ln + half + 1))
+        return out
 
     def retrieve(self, sau: dict[str, Any]) -> EvidenceBundle:
         index, opt = self.index, self.opt
@@ -217,15 +270,17 @@ class Retriever:
         chosen: dict[int, list[tuple[int, int]]] = {}
         order: list[int] = []
         used = 0
-        for fid, start, end in spans:
+        for fid, start, end, widen in spans:
             n = len(index.files[fid].lines)
             if n == 0:
                 continue
-            fn = self.ctx.function_at(fid, start)
+            fn = self.ctx.function_at(fid, start) if widen else None
             if fn is not None and fn.end - fn.start + 1 <= fn_max and fn.end >= end:
                 lo, hi = fn.start, fn.end
-            else:
+            elif widen:
                 lo, hi = start - pad, end + pad
+            else:
+                lo, hi = start, end
             lo, hi = max(1, lo), min(n, hi, max(lo, start - pad) + 60)
             ranges = chosen.setdefault(fid, [])
             new = set(range(lo, hi + 1)) - {ln for a, b in ranges for ln in range(a, b + 1)}

@@ -2,12 +2,13 @@
 
 ``apptainer exec --containall --cleanenv`` gives the run its own PID, IPC and mount namespaces, an
 empty environment, a private /tmp and home; only the workdir (``/submission``, read-write) and the
-paper (``/paper``, read-only) are bound in. Per setting (``runtime``'s ``options``):
+paper (``/paper``, read-only) are bound in. Per setting (``runtime.apptainer`` in the config, passed
+as ``spec.options``):
 
 - network: ``--net --network none`` unless ``network: full``. Some sites forbid ``--net`` to
-  users; ``apptainer_net: false`` then drops it and the record says network is NOT enforced.
+  users; ``net: false`` then drops it and the record says the network is NOT isolated.
 - memory / pids: ``--memory`` / ``--memory-swap`` / ``--pids-limit`` (cgroups; root, or cgroup v2
-  with a systemd user session); ``apptainer_limits: false`` drops them (the record says so).
+  with a systemd user session); ``limits: false`` drops them (the record says so).
 - time: the run's process group is SIGKILLed at the limit (with --containall the container has its
   own PID namespace, so its init takes every process with it), plus a CPU-time rlimit backstop.
 - output: a file-size rlimit and a size check afterwards (no privileged mount on a cluster).
@@ -59,6 +60,8 @@ _SHIM = (
     " resource.setrlimit(r,(v,v))\n"
     "os.execvp(sys.argv[2],sys.argv[2:])\n"
 )
+#: The project's image as a SIF, where ``runtime.image: null`` finds it (under the image cache).
+DEFAULT_SIF = "sabench-python.sif"
 _SCHEMES = ("docker://", "docker-daemon://", "docker-archive://", "oras://", "library://")
 
 
@@ -77,14 +80,27 @@ def sif_name(ref: str) -> str:
     return f"{readable}-{hashlib.sha256(ref.encode()).hexdigest()[:12]}.sif"
 
 
+def default_sif_path() -> Path:
+    return cache_dir() / "apptainer" / DEFAULT_SIF
+
+
+def default_image() -> str | None:
+    """``$SABENCH_APPTAINER_IMAGE``, else the project's image at :func:`default_sif_path`."""
+    env = os.environ.get("SABENCH_APPTAINER_IMAGE")
+    if env:
+        return env
+    return str(default_sif_path()) if default_sif_path().is_file() else None
+
+
 def image_source(image: str | None) -> tuple[str, bool]:
     """(what apptainer gets, whether it is a local file): a .sif path or a scheme:// ref."""
+    image = image or default_image()
     if not image:
         raise ValueError(
             "the apptainer backend needs runtime.image: a .sif file, or a registry ref "
-            "(docker://..., oras://...), pulled once into the image cache; build the project's "
-            "image where docker runs and convert it: apptainer build sabench-python.sif "
-            "docker-daemon://$(python -m sabench.sandbox.images tag python)"
+            "(docker://..., oras://...), pulled once into the image cache; or the project's "
+            f"image at {default_sif_path()} (build it where docker runs: apptainer build "
+            f"{DEFAULT_SIF} docker-daemon://$(python -m sabench.sandbox.images tag python))"
         )
     if image.startswith(_SCHEMES):
         return image, False
@@ -113,6 +129,17 @@ class ApptainerSandbox(Sandbox):
         self._image: dict[str | None, str] = {}
 
     def available(self) -> tuple[bool, str]:
+        """Installed and with an image to run when none is configured (``auto`` cannot know the
+        configured one: on a cluster, name the backend or put the image at the default path)."""
+        ok, why = self.installed()
+        if ok and default_image() is None:
+            return False, (
+                "apptainer is installed but has no default image: set backend: apptainer with "
+                f"runtime.image, or put the project's image at {default_sif_path()}"
+            )
+        return ok, why
+
+    def installed(self) -> tuple[bool, str]:
         exe = self.apptainer if os.path.sep in self.apptainer else shutil.which(self.apptainer)
         if not exe or not os.access(exe, os.X_OK):
             return False, "apptainer (or singularity) is not installed"
@@ -211,7 +238,7 @@ class ApptainerSandbox(Sandbox):
         log_path = Path(log_path)
         capture = LogCapture(spec.log_limit_kb * 1024)
         header = [f"backend apptainer; command: {shlex.join(spec.command)}"]
-        ok, why = self.available()
+        ok, why = self.installed()
         if not ok:
             return _fail(log_path, header, capture, f"apptainer unavailable: {why}")
         count, ids = normalize_request(spec.gpus)

@@ -63,6 +63,9 @@ class PodmanSandbox(DockerSandbox):
             out.append((name, soft, hard))
         return out
 
+    def cgroup_paths(self, cid: str) -> list[str]:
+        return [f"libpod_parent/libpod-{cid}", f"machine.slice/libpod-{cid}.scope"]
+
     def engine_url(self) -> str:
         return self.base_url or default_socket()
 

@@ -93,7 +93,7 @@ def engine(name: str) -> Iterator[Engine]:
     fcntl.flock(lease, fcntl.LOCK_SH)  # held for the session: the last one out stops the engine
     try:
         script = HERE / ("start_dockerd.sh" if name == "docker" else "start_podman.sh")
-        done = subprocess.run([str(script)], capture_output=True, text=True, timeout=120)
+        done = subprocess.run([str(script), "--tests"], capture_output=True, text=True, timeout=120)
         if done.returncode:
             raise EngineUnavailable(f"{script.name} failed: {done.stderr.strip()[-800:]}")
         url = done.stdout.strip().splitlines()[-1].split("=", 1)[1]
@@ -114,5 +114,9 @@ def build_image(eng: Engine) -> None:
     from sabench.sandbox.images import ensure_image
 
     t0 = time.monotonic()
+    try:  # the base is made with debootstrap where no registry answers
+        _apt_install("debootstrap", ["debootstrap"])
+    except EngineUnavailable:
+        pass
     eng.image = ensure_image(eng.client, "python")
     eng.image_s = time.monotonic() - t0

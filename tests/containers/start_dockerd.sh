@@ -1,13 +1,15 @@
 #!/bin/bash
 # Start a private Docker engine for sabench's tests (idempotent; PID file; no systemd needed).
 #
-#   tests/containers/start_dockerd.sh        prints DOCKER_HOST=unix://... once the engine answers
+#   tests/containers/start_dockerd.sh [--tests]   prints DOCKER_HOST=unix://... once the engine answers
 #
 # dockerd from Debian's docker.io on its own socket, with no iptables, no bridge and no masquerade
 # (containers get --network none anyway) and storage overlay2. State (socket, PID file, log) lives
 # under $SABENCH_CT_STATE (default /tmp/sabench-ct: unix socket paths must stay < 108 chars); the
 # images persist under $SABENCH_IMAGE_CACHE/docker (default /var/cache/sabench-images), so a warm
 # machine keeps them between sessions. If the engine already answers, nothing is started.
+# --tests: a test session starts it; the last session out stops it (stop_*.sh --if-unused);
+# an engine started by hand is never stopped by the tests.
 set -euo pipefail
 STATE=${SABENCH_CT_STATE:-/tmp/sabench-ct}
 CACHE=${SABENCH_IMAGE_CACHE:-/var/cache/sabench-images}
@@ -46,6 +48,7 @@ setsid /usr/sbin/dockerd \
   --iptables=false --ip6tables=false --ip-masq=false --bridge=none \
   </dev/null >"$STATE/dockerd.log" 2>&1 9>&- &
 echo $! >"$PIDFILE"
+if [ "${1:-}" = "--tests" ]; then touch "$STATE/dockerd.by-tests"; else rm -f "$STATE/dockerd.by-tests"; fi
 for _ in $(seq 1 600); do
   if answers; then
     printf 'dockerd pid %s ready in %.1f s\n' "$(cat "$PIDFILE")" "$(echo "$(date +%s.%N) - $t0" | bc)" >&2

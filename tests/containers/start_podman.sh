@@ -1,11 +1,13 @@
 #!/bin/bash
 # Start podman's Docker-compatible API service for sabench's tests (idempotent; PID file).
 #
-#   tests/containers/start_podman.sh        prints PODMAN_HOST=unix://... once the service answers
+#   tests/containers/start_podman.sh [--tests]   prints PODMAN_HOST=unix://... once it answers
 #
 # Rootful podman with runc and explicit ulimits (tests/containers/podman/containers.conf), storage
 # under $SABENCH_IMAGE_CACHE/podman (kept between sessions), socket and PID file under
 # $SABENCH_CT_STATE (default /tmp/sabench-ct). Nothing is started if the service already answers.
+# --tests: a test session starts it; the last session out stops it (stop_*.sh --if-unused);
+# an engine started by hand is never stopped by the tests.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 STATE=${SABENCH_CT_STATE:-/tmp/sabench-ct}
@@ -46,6 +48,7 @@ rm -f "$SOCK" "$PIDFILE"
 setsid podman --log-level=warn system service --time=0 "unix://$SOCK" \
   </dev/null >"$STATE/podman.log" 2>&1 9>&- &
 echo $! >"$PIDFILE"
+if [ "${1:-}" = "--tests" ]; then touch "$STATE/podman.by-tests"; else rm -f "$STATE/podman.by-tests"; fi
 for _ in $(seq 1 300); do
   if answers; then echo "PODMAN_HOST=unix://$SOCK"; exit 0; fi
   if ! alive "$(cat "$PIDFILE")"; then

@@ -129,8 +129,8 @@ if [ "$ACCOUNTING" = 1 ]; then
 	# \n: sed turns it into line breaks in the rendered file
 	ACCOUNTING_CONF="AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=localhost\nAccountingStoragePort=$DBD_PORT\nAccountingStorageTRES=gres/gpu\nAccountingStoreFlags=job_comment\nJobAcctGatherType=jobacct_gather/linux\nJobAcctGatherFrequency=30"
 else
-	# gres/gpu still tracked, so that scontrol's TRES of a job shows its GPUs
-	ACCOUNTING_CONF="AccountingStorageType=accounting_storage/none\nAccountingStorageTRES=gres/gpu\nJobAcctGatherType=jobacct_gather/none"
+	# (AccountingStorageTRES=gres/gpu would need slurmdbd: slurmctld refuses to start)
+	ACCOUNTING_CONF="AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none"
 fi
 render "$HERE/slurm.conf.in" "$ETC/slurm.conf"
 render "$HERE/gres.conf.in" "$ETC/gres.conf"
@@ -250,11 +250,15 @@ fi
 
 # ------------------------------------------------------------------ wait for the node
 st=""
-for i in $(seq 1 $((WAIT_S * 5))); do
-	st=$(sinfo -h -n "$NODE" -o %t 2>/dev/null || true)
+deadline=$(($(date +%s) + WAIT_S))
+while [ "$(date +%s)" -lt "$deadline" ]; do
+	for d in slurmctld slurmd; do
+		pid_alive "$d" || die "$d exited: $(tail -n 3 "$STATE/log/$d.log" 2>/dev/null | tr '\n' ' ')"
+	done
+	st=$(timeout 10 sinfo -h -n "$NODE" -o %t 2>/dev/null || true)
 	case "$st" in
 	idle | mix | alloc) break ;;
-	drain* | down*) scontrol update nodename="$NODE" state=resume 2>/dev/null || true ;;
+	drain* | down*) timeout 10 scontrol update nodename="$NODE" state=resume 2>/dev/null || true ;;
 	esac
 	sleep 0.2
 done

@@ -1,0 +1,232 @@
+"""The apptainer backend. Apptainer cannot be installed here (not in Debian 12, not on PyPI): the
+backend is tested by the exact command lines it builds, and end to end through the execute step
+with a stand-in ``apptainer`` that records its argv and runs the command (no isolation of its
+own: it checks the backend's plumbing, statuses and limits, not apptainer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sabench.execute import execute_run
+from sabench.sandbox import Mount, SandboxSpec, get_backend
+from sabench.sandbox.apptainer import ApptainerSandbox, image_source, pull_argv, sif_name
+
+FAKE = r"""#!PYTHON
+# A stand-in for apptainer: logs its argv, then runs `exec`'s command in the /submission bind
+# with only the --env variables (what --cleanenv leaves).
+import json, os, sys
+args = sys.argv[1:]
+with open(os.path.join(os.path.dirname(sys.argv[0]), "argv.jsonl"), "a") as fh:
+    fh.write(json.dumps(args) + "\n")
+if args[:1] == ["--version"]:
+    print("apptainer version 1.3.4"); sys.exit(0)
+if args[:1] == ["pull"]:
+    open(args[-2], "w").write("SIF of " + args[-1]); sys.exit(0)
+assert args[0] == "exec", args
+with_value = {"--pwd", "--bind", "--network", "--memory", "--memory-swap", "--pids-limit", "--env"}
+i, binds, env = 1, {}, {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+while args[i].startswith("--"):
+    if args[i] in with_value:
+        if args[i] == "--bind":
+            src, dst, _mode = args[i + 1].split(":")
+            binds[dst] = src
+        if args[i] == "--env":
+            k, v = args[i + 1].split("=", 1); env[k] = v
+        i += 2
+    else:
+        i += 1
+image, command = args[i], args[i + 1:]
+if "FATAL" in image:
+    print("FATAL:   could not open image " + image, file=sys.stderr); sys.exit(255)
+os.chdir(binds["/submission"])
+os.execvpe(command[0], command, env)
+"""
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    exe = tmp_path / "bin" / "apptainer"
+    exe.parent.mkdir()
+    exe.write_text(FAKE.replace("PYTHON", sys.executable))
+    exe.chmod(0o755)
+    log = exe.parent / "argv.jsonl"  # the stand-in writes its argv beside itself
+    monkeypatch.setenv("SABENCH_APPTAINER", str(exe))
+    monkeypatch.setenv("SABENCH_IMAGE_CACHE", str(tmp_path / "cache"))
+    return log
+
+
+def spec_for(tmp_path: Path, **kw: object) -> SandboxSpec:
+    paper = tmp_path / "paper"
+    paper.mkdir(exist_ok=True)
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return SandboxSpec(
+        command=["bash", "reproduce.sh"],
+        workdir=work,
+        ro_mounts=[Mount(paper, "/paper")],
+        mem_mb=2048,
+        pids=256,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_exec_argv_is_contained_clean_and_offline(tmp_path: Path) -> None:
+    spec = spec_for(tmp_path, env={"SEED": "1"})
+    argv = ApptainerSandbox(apptainer="/opt/bin/apptainer").build_argv(spec, "/sif/py.sif")
+    root = ["--no-privs"] if os.geteuid() == 0 else []
+    assert argv == [
+        "/opt/bin/apptainer", "exec", "--containall", "--cleanenv", *root,
+        "--pwd", "/submission",
+        "--bind", f"{tmp_path}/work:/submission:rw",
+        "--bind", f"{tmp_path}/paper:/paper:ro",
+        "--net", "--network", "none",
+        "--memory", "2048M", "--memory-swap", "2048M", "--pids-limit", "256",
+        "--env", "TMPDIR=/tmp", "--env", "LANG=C.UTF-8", "--env", "SEED=1",
+        "/sif/py.sif", "bash", "reproduce.sh",
+    ]  # fmt: skip
+
+
+def test_gpu_argv_has_nv_and_the_allocated_devices(tmp_path: Path) -> None:
+    spec = spec_for(tmp_path, gpus=["1", "3"])
+    argv = ApptainerSandbox(apptainer="apptainer").build_argv(
+        spec, "/sif/cuda.sif", gpu_ids=["1", "3"]
+    )
+    assert "--nv" in argv and argv[argv.index("--nv") + 1 :].count("--env") == 3
+    assert "CUDA_VISIBLE_DEVICES=1,3" in argv
+    assert argv[-3:] == ["/sif/cuda.sif", "bash", "reproduce.sh"]
+
+
+def test_site_settings_relax_what_the_site_forbids(tmp_path: Path) -> None:
+    spec = spec_for(
+        tmp_path,
+        network="full",
+        isolation={"read_only_paper": False},
+        options={"apptainer_limits": False},
+    )
+    backend = ApptainerSandbox(apptainer="apptainer")
+    argv = backend.build_argv(spec, "x.sif")
+    assert "--net" not in argv and "--memory" not in argv and "--pids-limit" not in argv
+    assert f"{tmp_path}/paper:/paper:rw" in argv
+    spec = spec_for(tmp_path, options={"apptainer_net": False})
+    assert "--net" not in backend.build_argv(spec, "x.sif")
+    iso = backend.describe(spec)["isolation"]
+    assert "WEAKENED: network NOT isolated (apptainer_net: false)" in iso
+
+
+def test_images_sif_files_and_registry_refs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SABENCH_IMAGE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SABENCH_APPTAINER_IMAGE", raising=False)
+    assert image_source("docker://python:3.11-slim") == ("docker://python:3.11-slim", False)
+    assert image_source("python:3.11-slim") == ("docker://python:3.11-slim", False)
+    assert image_source("oras://ghcr.io/x/y:1") == ("oras://ghcr.io/x/y:1", False)
+    sif = tmp_path / "img.sif"
+    assert image_source(str(sif)) == (str(sif), True)
+    with pytest.raises(ValueError, match=r"needs runtime\.image"):
+        image_source(None)
+    name = sif_name("docker://python:3.11-slim")
+    assert name.startswith("python_3.11-slim-") and name.endswith(".sif")
+    assert name != sif_name("docker://python:3.12-slim")
+    assert pull_argv("apptainer", "docker://a/b:1", tmp_path / "b.sif") == [
+        "apptainer", "pull", "--disable-cache", str(tmp_path / "b.sif"), "docker://a/b:1",
+    ]  # fmt: skip
+
+
+def test_auto_passes_over_apptainer_without_a_default_image(
+    fake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """auto cannot see runtime.image: apptainer counts only with an image it can find."""
+    monkeypatch.delenv("SABENCH_APPTAINER_IMAGE", raising=False)
+    ok, why = ApptainerSandbox().available()
+    assert not ok and "has no default image" in why and "sabench-python.sif" in why
+    sif = tmp_path / "cache" / "apptainer" / "sabench-python.sif"
+    sif.parent.mkdir(parents=True)
+    sif.write_text("fake")
+    assert ApptainerSandbox().available() == (True, "")
+    assert image_source(None) == (str(sif), True)
+
+
+def test_a_registry_image_is_pulled_once_into_the_cache(fake: Path, tmp_path: Path) -> None:
+    backend = get_backend("apptainer")
+    spec = spec_for(tmp_path, image="docker://python:3.11-slim", options={"image_cache": None})
+    first = backend.ensure_image(spec)  # type: ignore[attr-defined]
+    second = backend.ensure_image(spec)  # type: ignore[attr-defined]
+    assert first == second and first.startswith(str(tmp_path / "cache" / "apptainer"))
+    pulls = [json.loads(line) for line in fake.read_text().splitlines() if '"pull"' in line]
+    assert len(pulls) == 1 and pulls[0][-1] == "docker://python:3.11-slim"
+
+
+def test_not_installed_is_unavailable_and_a_sandbox_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SABENCH_APPTAINER", str(tmp_path / "nope"))
+    backend = ApptainerSandbox()
+    ok, why = backend.available()
+    assert not ok and "not installed" in why
+    assert get_backend("apptainer").name == "apptainer"
+    res = backend.run(spec_for(tmp_path, image="x.sif"), tmp_path / "log")
+    assert res.status == "sandbox_error" and "apptainer unavailable" in res.message
+
+
+def _run(tmp_path: Path, script: str, **settings: object) -> dict:
+    sub = tmp_path / "submission"
+    sub.mkdir(parents=True)
+    (sub / "reproduce.sh").write_text(script)
+    view = tmp_path / "view"
+    view.mkdir()
+    (view / "paper.md").write_text("# P\n")
+    sif = tmp_path / "py.sif"
+    sif.write_text("fake")
+    run = tmp_path / "run"
+    return execute_run(
+        sub,
+        run / "executed",
+        view,
+        run / "execution.json",
+        run / "execution.log",
+        {"backend": "apptainer", "image": str(sif), "time_limit_s": 30, **settings},
+    )
+
+
+def test_through_the_execute_step(
+    fake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-for-test")
+    record = _run(tmp_path, 'echo "{\\"acc\\": 1}" > results.json\nenv > env.txt\n')
+    assert record["status"] == "ok", record
+    assert record["backend"] == "apptainer" and record["metrics"] == {"acc": 1}
+    assert record["image"].endswith("py.sif")
+    env = (tmp_path / "run" / "executed" / "env.txt").read_text()
+    assert "sk-secret" not in env and "TMPDIR=/tmp" in env
+    argv = [json.loads(line) for line in fake.read_text().splitlines() if '"exec"' in line][-1]
+    assert argv[:3] == ["exec", "--containall", "--cleanenv"]
+    assert "--network" in argv and argv[argv.index("--network") + 1] == "none"
+
+
+def test_statuses_failed_timeout_and_engine_fatal(fake: Path, tmp_path: Path) -> None:
+    assert _run(tmp_path / "a", "exit 3\n")["status"] == "failed"
+    t0 = time.monotonic()
+    record = _run(tmp_path / "b", "sleep 10000\n", time_limit_s=2)
+    assert record["status"] == "timeout" and time.monotonic() - t0 < 10
+    (tmp_path / "c").mkdir()
+    sif = tmp_path / "FATAL.sif"
+    sif.write_text("")
+    record = _run(tmp_path / "c", "true\n", image=str(sif))
+    assert record["status"] == "sandbox_error" and "could not open image" in record["message"]
+
+
+def test_gpus_on_a_host_without_gpus_fail_fast(
+    fake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SABENCH_NVIDIA_SMI", str(tmp_path / "absent"))
+    t0 = time.monotonic()
+    record = _run(tmp_path, "sleep 100\n", gpus=1)
+    assert record["status"] == "sandbox_error" and time.monotonic() - t0 < 5
+    assert "asks for GPUs but this host has none" in record["message"]
