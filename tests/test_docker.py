@@ -572,6 +572,19 @@ def test_a_killed_job_leaves_no_container(docker: Any, tmp_path: Path, how: sign
 
 
 @pytest.mark.docker
+def test_start_script_is_idempotent(docker: Any) -> None:
+    if not docker.started_here:
+        pytest.skip("the engine was not started by this session")
+    pid = Path("/tmp/sabench-ct/dockerd.pid").read_text()
+    again = subprocess.run(
+        [str(REPO / "tests" / "containers" / "start_dockerd.sh"), "--tests"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert again.returncode == 0 and again.stdout.strip() == f"DOCKER_HOST={docker.url}"
+    assert Path("/tmp/sabench-ct/dockerd.pid").read_text() == pid
+
+
+@pytest.mark.docker
 def test_reap_removes_containers_of_dead_owners(docker: Any) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()

@@ -41,9 +41,9 @@ DEFAULT_FAILURE = {
 #: Settings the judge reads itself (the rest configure the model endpoint, see LLMSettings).
 JUDGE_DEFAULTS: dict[str, Any] = {
     "code_only": False,  # no execution log or metrics in the prompt
-    "max_evidence_lines": 160,  # excerpt lines per SAU (the prompt's main cost)
+    "max_evidence_lines": 400,  # excerpt lines per SAU (the prompt's main cost)
     "context_lines": 3,  # lines around each retrieved hit
-    "function_lines": 40,  # a hit inside a function this short shows the whole function
+    "function_lines": 20,  # a hit inside a function this short shows the whole function
     "max_settings": 12,  # named settings listed per SAU
     "max_files": 40,  # files listed in the repository overview
     "log_tail_lines": 40,  # execution log lines for claims about results
@@ -51,6 +51,7 @@ JUDGE_DEFAULTS: dict[str, Any] = {
     "fill_max": 200,  # extra windows considered per SAU
     "fill_term_cap": 0.05,  # terms on more than this share of the code's lines say little
     "fill_name_weight": 3.0,  # weight of an identifier the claim spells out (``hat_alpha``)
+    "fill_repeat": 0.1,  # weight of a term's repeats in a window (distinct terms count 1)
 }
 #: Identifiers spelled out in a claim's prose: snake_case or camelCase words.
 _IDENT_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
@@ -236,16 +237,30 @@ class Retriever:
         for ident in dict.fromkeys(_IDENT_RE.findall(claim.text)):
             hits = [(f, ln, 1.0) for f, ln in ctx.key(ident).sites if f in ctx.code_fids]
             postings.append((float(self.opt["fill_name_weight"]), hits))
-        for w, hits in postings:
+        line_terms: dict[tuple[int, int], dict[int, float]] = defaultdict(dict)
+        for i, (w, hits) in enumerate(postings):
             if not hits or len(hits) > cap:
                 continue
             idf = math.log((n_lines + 1) / (len(hits) + 1))
             for fid, ln, credit in hits:
-                line_score[(fid, ln)] += w * idf * max(credit, 0.5)
+                value = w * idf * max(credit, 0.5)
+                terms_here = line_terms[(fid, ln)]
+                terms_here[i] = max(terms_here.get(i, 0.0), value)
+                line_score[(fid, ln)] += value
         half = int(self.opt["fill_window"]) // 2
+        rep = float(self.opt["fill_repeat"])
         scored = []
         for fid, ln in line_score:
-            total = sum(line_score.get((fid, k), 0.0) for k in range(ln - half + 1, ln + half + 1))
+            # distinct terms count fully, repeats of a term only by ``fill_repeat``
+            best: dict[int, float] = {}
+            total = 0.0
+            for k in range(ln - half + 1, ln + half + 1):
+                for i, value in line_terms.get((fid, k), {}).items():
+                    if i in best:
+                        total += rep * value
+                    else:
+                        best[i] = value
+            total += sum(best.values())
             scored.append((total, fid, ln))
         scored.sort(key=lambda x: (-x[0], x[1], x[2]))
         return scored

@@ -679,6 +679,8 @@ class DockerSandbox(Sandbox):
         watchdog: subprocess.Popen[bytes] | None = None
         container_id: str | None = None
         old_handler: Any = None
+        handler_set = False
+        sanitized: dict[str, int] = {}
         try:
             data = out_stage.mount()
             notes += out_stage.notes
@@ -714,6 +716,7 @@ class DockerSandbox(Sandbox):
             watchdog = self._start_watchdog(out_stage.mountpoint, control)
             if threading.current_thread() is threading.main_thread():
                 old_handler = signal.signal(signal.SIGTERM, _raise_terminated)
+                handler_set = True
             try:
                 from docker.models.containers import _create_container_args
 
@@ -738,8 +741,10 @@ class DockerSandbox(Sandbox):
             if container_id is not None:
                 with contextlib.suppress(Exception):
                     client.api.remove_container(container_id, force=True, v=True)
-            if old_handler is not None:
-                signal.signal(signal.SIGTERM, old_handler)
+            if handler_set:
+                signal.signal(
+                    signal.SIGTERM, old_handler if old_handler is not None else signal.SIG_DFL
+                )
             try:
                 if out_stage.kind != "none" and container_id is not None:
                     out_stage.copy_out(out_stage.mountpoint / "data")
@@ -748,11 +753,12 @@ class DockerSandbox(Sandbox):
                 if watchdog is None or not _finish_watchdog(watchdog):
                     out_stage.unmount()
                     shutil.rmtree(control, ignore_errors=True)
-        if out_stage.kind == "none":
-            out_stage.giants += remove_giants(workdir, out_stage.fs_bytes)
-        sanitized = stage_helpers._sanitize(str(workdir))
-        if out_stage.kind == "none" and is_root:
-            _chown_tree(workdir, os.getuid(), os.getgid())
+                if out_stage.kind == "none":
+                    out_stage.giants += remove_giants(workdir, out_stage.fs_bytes)
+                    if is_root:
+                        _chown_tree(workdir, os.getuid(), os.getgid())
+                # whatever ran, nothing it left may point outside or stay set-id on the host
+                sanitized = stage_helpers._sanitize(str(workdir))
         return self._finish(
             spec, log_path, header, capture, result, enforcement, notes, sanitized, out_stage
         )

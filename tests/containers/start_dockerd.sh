@@ -39,6 +39,7 @@ fi
 rm -f "$SOCK" "$PIDFILE"
 t0=$(date +%s.%N)
 # setsid: the engine outlives the shell that started it and is not in its process group
+cd "$STATE"
 setsid /usr/sbin/dockerd \
   --host "unix://$SOCK" \
   --data-root "$CACHE/docker" \

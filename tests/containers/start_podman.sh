@@ -45,6 +45,8 @@ if [ -f "$PIDFILE" ] && alive "$(cat "$PIDFILE")"; then
   exit 4
 fi
 rm -f "$SOCK" "$PIDFILE"
+# from the state folder: conmon writes files (e.g. "oom") into the service's cwd
+cd "$STATE"
 setsid podman --log-level=warn system service --time=0 "unix://$SOCK" \
   </dev/null >"$STATE/podman.log" 2>&1 9>&- &
 echo $! >"$PIDFILE"
