@@ -9,8 +9,8 @@ from pathlib import Path
 from sabench.errors import UserError
 from sabench.judging import merge_judgments
 from sabench.grid import (
+    SCHEDULING_KEYS,
     SAU_FILES,
-    agent_fingerprint,
     judge_fingerprint,
     judge_slug,
     load_settings,
@@ -33,7 +33,9 @@ RUNTIME["python_env"] = str(Path(workflow.basedir) / RUNTIME["python_env"])
 # The sandbox settings of model agents' tools: in the command line, not in params, so tuning the
 # execution limits never reruns an agent.
 TOOL_RUNTIME = (
-    shlex.quote(json.dumps(RUNTIME, sort_keys=True)).replace("{", "{{").replace("}", "}}")
+    shlex.quote(json.dumps(RUNTIME, sort_keys=True))
+    .replace("{", "{{")
+    .replace("}", "}}")
 )
 if RUNTIME.get("image_cache"):
     RUNTIME["image_cache"] = str(Path(workflow.basedir) / RUNTIME["image_cache"])
@@ -114,13 +116,13 @@ AGENT_GPU_MODEL = {
     for name, a in SETTINGS.agents.items()
 }
 AGENT_CPUS = {name: int(a.get("cpus", 1)) for name, a in SETTINGS.agents.items()}
-AGENT_PARAMS = {
-    name: {**agent, "fingerprint": agent_fingerprint(name, agent)}
-    for name, agent in SETTINGS.agents.items()
-}
-# The agent's settings travel with the job (agents may be generated from benchmark data).
+# The agent's settings travel with the job (agents may be generated from benchmark data); as a
+# param they rerun the agent when they change, except the keys that only steer the scheduler.
 AGENT_SPECS = {
-    name: json.dumps(agent, sort_keys=True) for name, agent in SETTINGS.agents.items()
+    name: json.dumps(
+        {k: v for k, v in agent.items() if k not in SCHEDULING_KEYS}, sort_keys=True
+    )
+    for name, agent in SETTINGS.agents.items()
 }
 JUDGE_PARAMS = {}
 for _slug, _judge in JUDGE_BY_SLUG.items():

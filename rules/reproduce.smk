@@ -21,7 +21,6 @@ rule reproduce:
         disk_mb=10000,
         runtime=by_wildcard("agent", AGENT_RUNTIME_MIN),
     params:
-        agent=by_wildcard("agent", AGENT_PARAMS),
         spec=by_wildcard("agent", AGENT_SPECS),
     shell:
         f"{PYTHON} -m sabench.agents {{wildcards.agent}} {{wildcards.paper}}"

@@ -393,9 +393,3 @@ def extraction_fingerprint(extraction: dict[str, Any], settings: dict[str, Any])
 #: Agent keys that only say where its jobs are scheduled (moving a grid to a cluster and naming the
 #: site's GPU model must not rerun the agents).
 SCHEDULING_KEYS = ("gpu_model", "cpus")
-
-
-def agent_fingerprint(name: str, agent: dict[str, Any]) -> str:
-    """What an agent was given; a change reruns that agent and nothing else."""
-    given = {k: v for k, v in agent.items() if k not in SCHEDULING_KEYS}
-    return fingerprint({"agent": name, **given})
