@@ -132,6 +132,8 @@ for _slug, _judge in JUDGE_BY_SLUG.items():
         "settings": _settings,
         "settings_json": json.dumps(_settings, sort_keys=True),
         "fingerprint": judge_fingerprint(_judge, _settings),
+        # sandbox settings for judges that run code: a change reruns exec, never static or llm
+        "runtime_json": json.dumps(RUNTIME if _judge == "exec" else {}, sort_keys=True),
     }
 
 

@@ -21,13 +21,12 @@ rule judge:
         runtime=30,
     params:
         judge=by_wildcard("judge", JUDGE_PARAMS),
-        runtime=json.dumps(RUNTIME, sort_keys=True),
     shell:
         f'{PYTHON} -m sabench.judging "$(dirname {{input.agent:q}})" --saus {{input.saus:q}}'
         f" --out {{output:q}} --judge {{params.judge[name]:q}}"
         f" --fingerprint {{params.judge[fingerprint]}}"
         f" --settings {{params.judge[settings_json]:q}} --agent-view {{input.view:q}}"
-        f" --runtime {{params.runtime:q}} --quiet > {{log:q}} 2>&1"
+        f" --runtime {{params.judge[runtime_json]:q}} --quiet > {{log:q}} 2>&1"
 
 
 rule judgments:

@@ -22,7 +22,9 @@ answers gets a 400 error naming it. A reply step is a dict:
     {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}   default: word counts
 
 Use it as a context manager (``with ScriptedServer(script) as server: ...``), through the
-:func:`openai_server` fixture, or standalone for manual checks::
+:func:`openai_server` fixture (register it with ``pytest_plugins = ["openai_server"]`` in a
+conftest.py or a test module that does not import this module itself), with
+:func:`scripted_server` in a fixture of your own, or standalone for manual checks::
 
     python tests/openai_server.py script.yaml     # prints the URL; Ctrl-C stops it
 """

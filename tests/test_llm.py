@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import ScriptedServer
+from openai_server import ScriptedServer, scripted_server
 from pydantic import BaseModel
 
 from sabench.llm import (
@@ -42,8 +42,7 @@ def msgs(text: str) -> list[dict[str, str]]:
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as s:
-        yield s
+    yield from scripted_server()
 
 
 def client(server: ScriptedServer, tmp_path: Path, **kw: object) -> LLMClient:

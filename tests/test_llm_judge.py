@@ -21,7 +21,13 @@ from openai_server import ScriptedServer, request_text
 from sabench.contracts import JUDGMENT_COLUMNS
 from sabench.grid import JUDGE_SOURCES, PACKAGE_DIR, judge_fingerprint
 from sabench.index import build_index
-from sabench.judges.llm_judge import JudgeReply, Retriever, about_results, judge_llm
+from sabench.judges.llm_judge import (
+    JUDGE_DEFAULTS,
+    JudgeReply,
+    Retriever,
+    about_results,
+    judge_llm,
+)
 from sabench.judging import judge_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -152,7 +158,7 @@ def test_prompt_has_dimension_instructions_and_retrieved_evidence(
     # no whole files: a prompt shows excerpts of at most the line budget
     for messages in prompts.values():
         shown = re.findall(r"^\d+\t", messages[1]["content"], re.M)
-        assert 0 < len(shown) <= 160
+        assert 0 < len(shown) <= JUDGE_DEFAULTS["max_evidence_lines"]
 
 
 def test_result_claims_get_the_execution_record(server: ScriptedServer, tmp_path: Path) -> None:
@@ -351,3 +357,26 @@ def test_prompts_are_identical_across_interpreters() -> None:
         assert proc.returncode == 0, proc.stderr
         digests.add(proc.stdout.strip())
     assert len(digests) == 1
+
+
+LIVE_MODEL = os.environ.get("SABENCH_LIVE_MODEL", "openai/gpt-4o-mini")
+LIVE_KEY_ENV = os.environ.get("SABENCH_LIVE_KEY_ENV", "OPENAI_API_KEY")
+
+
+@pytest.mark.live
+@pytest.mark.skipif(
+    not os.environ.get(LIVE_KEY_ENV),
+    reason=f"live tests need a key in {LIVE_KEY_ENV} (model: SABENCH_LIVE_MODEL)",
+)
+def test_live_judgments_on_planted_drifts(tmp_path: Path) -> None:
+    """A real model on three SAUs of the drifted demo run: the planted wrong learning rate, the
+    stubbed r2 metric, and a value the code has right."""
+    wanted = {"ridge-gd-D1-001": "drifted", "ridge-gd-D2-006": "placeholder"}
+    saus = [s for s in SAUS if s["sau_id"] in {*wanted, "ridge-gd-D1-002"}]
+    cfg = {"api_key_env": LIVE_KEY_ENV, "cache_dir": str(tmp_path), "max_tokens": 600}
+    got = by_id(judge_llm(f"llm:{LIVE_MODEL}", cfg, DRIFTED, saus))
+    assert not any(j.verdict == "error" for j in got.values()), got
+    for sau_id, verdict in wanted.items():
+        assert got[sau_id].verdict == verdict, got[sau_id].reasoning
+    assert got["ridge-gd-D1-002"].verdict in ("aligned", "partial")
+    assert all(j.prompt_tokens > 0 for j in got.values())

@@ -163,7 +163,8 @@ def test_exec_verdict_matches_manifest(
     assert len(row) == 1, f"{agent}/{paper}/{sau_id}: no exec judgment"
     got = row.iloc[0]
     assert got.verdict == expected["verdict"], f"{sau_id}: {got.reasoning}"
-    assert got.failure_mode == expected.get("failure_mode"), f"{sau_id}: {got.reasoning}"
+    mode = got.failure_mode if isinstance(got.failure_mode, str) else None  # NaN when none
+    assert mode == expected.get("failure_mode"), f"{sau_id}: {got.reasoning}"
 
 
 def test_exec_judges_only_executable_saus(judgments: pd.DataFrame, demo: Path) -> None:
@@ -174,6 +175,22 @@ def test_exec_judges_only_executable_saus(judgments: pd.DataFrame, demo: Path) -
     assert set(null.verdict) == {"missing"}, "an empty submission has nothing to run"
     coverage = pd.read_parquet(demo / "tables" / "coverage.parquet")
     assert "exec" in set(coverage.judge)
+
+
+def test_exec_settings_rerun_only_exec(demo: Path) -> None:
+    settings = load_settings(yaml.safe_load((REPO / "config" / "config.yaml").read_text()), REPO)
+    proc = snakemake(
+        "-n",
+        "--quiet",
+        "rules",
+        "--config",
+        f"results={demo}",
+        'judge_settings={"exec": {"time_limit_s": 30}}',
+    )
+    per_rule = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout, re.MULTILINE))
+    n_runs = len(settings.runs)
+    assert per_rule["judge"] == str(n_runs), "only the exec judge of every run reruns"
+    assert not {"ingest", "saus", "reproduce", "execute"} & set(per_rule), per_rule
 
 
 def test_second_run_does_nothing(demo: Path) -> None:

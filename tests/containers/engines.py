@@ -11,6 +11,7 @@ tests run as root, as ARCHITECTURE.md asks of fixtures.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -114,9 +115,7 @@ def build_image(eng: Engine) -> None:
     from sabench.sandbox.images import ensure_image
 
     t0 = time.monotonic()
-    try:  # the base is made with debootstrap where no registry answers
+    with contextlib.suppress(EngineUnavailable):  # debootstrap makes the base without a registry
         _apt_install("debootstrap", ["debootstrap"])
-    except EngineUnavailable:
-        pass
     eng.image = ensure_image(eng.client, "python")
     eng.image_s = time.monotonic() - t0
