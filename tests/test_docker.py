@@ -477,6 +477,44 @@ def test_gpu_allocation_device_requests_and_engine_error(
     assert device_requests(0) == []
 
 
+def test_gpu_allocator_and_sampler(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Device locks among the job's GPUs (CUDA_VISIBLE_DEVICES from the scheduler), waiting and
+    clear errors; nvidia-smi samples summarised for the record (a fake nvidia-smi)."""
+    from sabench.sandbox.gpu import GpuSampler, NoGpuError, allocate, host_gpus
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    monkeypatch.setenv("SABENCH_NVIDIA_SMI", str(smi))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    gpus, _ = host_gpus()
+    assert [(g.index, g.uuid) for g in gpus] == [("0", "GPU-aaaa"), ("1", "GPU-bbbb")]
+    locks = tmp_path / "locks"
+    with allocate(1, lock_dir=locks) as first, allocate(1, lock_dir=locks) as second:
+        assert (first, second) == (["0"], ["1"])
+        with (
+            pytest.raises(NoGpuError, match="still busy"),
+            allocate(1, lock_dir=locks, timeout_s=0.6),
+        ):
+            pass
+    with allocate("all", lock_dir=locks) as both:
+        assert both == ["0", "1"]
+    with allocate(["GPU-bbbb"], lock_dir=locks) as by_uuid:
+        assert by_uuid == ["1"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # what Slurm gave this job
+    with allocate(1, lock_dir=locks) as slurm:
+        assert slurm == ["1"]
+    with pytest.raises(NoGpuError, match="can use 1 GPU"), allocate(2, lock_dir=locks):
+        pass
+    with allocate(0, lock_dir=locks) as none:
+        assert none == []
+    with GpuSampler(["0"], interval_ms=100) as sampler:
+        time.sleep(0.6)
+    summary = sampler.summary()
+    assert summary["ids"] == ["0"] and summary["samples"] >= 3
+    assert summary["mem_peak_mb"] >= 1003 and 0 < summary["util_max_pct"] <= 100
+
+
 def test_create_kwargs_are_the_isolation_defaults(tmp_path: Path) -> None:
     paper = tmp_path / "paper"
     paper.mkdir()

@@ -455,7 +455,7 @@ class DockerSandbox(Sandbox):
         self.watchdog = watchdog
         self._client: Any = None
         self._client_url: str | None = None
-        self._available: tuple[float, bool, str] | None = None
+        self._available: tuple[float, bool, str, str] | None = None
         self._version = ""
         self._images: dict[str | None, ImageInfo] = {}
         self._resolved: dict[tuple[Any, ...], tuple[float, ImageInfo]] = {}
@@ -476,11 +476,15 @@ class DockerSandbox(Sandbox):
         return self._client
 
     def available(self) -> tuple[bool, str]:
+        """Whether the engine answers (an answer is trusted for a minute, a failure for 5 s)."""
         now = time.monotonic()
-        if self._available and now - self._available[0] < 5:
-            return self._available[1], self._available[2]
+        url = self.engine_url()
+        if self._available is not None and self._available[3] == url:
+            seen, ok, why, _ = self._available
+            if now - seen < (REUSE_S if ok else 5):
+                return ok, why
         ok, why = self._probe()
-        self._available = (now, ok, why)
+        self._available = (now, ok, why, url)
         return ok, why
 
     def _probe(self) -> tuple[bool, str]:
@@ -490,11 +494,13 @@ class DockerSandbox(Sandbox):
         try:
             import docker
 
-            probe = docker.DockerClient(base_url=url, timeout=5)
-            probe.ping()
-            self._version = str(probe.version().get("Version", ""))
-            probe.close()
+            if self._client is None or self._client_url != url:
+                self._client = docker.DockerClient(base_url=url, timeout=10)
+                self._client_url = url
+            self._version = str(self._client.version().get("Version", ""))
+            self._client.api.timeout = 120
         except Exception as exc:
+            self._client = None
             return False, f"{self.engine} engine at {url} does not answer: {_short(exc)}"
         return True, ""
 
@@ -627,6 +633,7 @@ class DockerSandbox(Sandbox):
         except _Terminated:
             raise
         except Exception as exc:  # the engine or the host failed us: a status, never a crash
+            self._available = None  # ask the engine again next time
             log.warning("%s sandbox error: %s", self.name, _short(exc))
             log.debug("%s sandbox error", self.name, exc_info=True)
             return self._fail(log_path, header, capture, f"{self.engine} error: {_short(exc)}")
