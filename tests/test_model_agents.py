@@ -408,3 +408,28 @@ def test_grid_of_models_and_scaffolds(server: ScriptedServer, tmp_path: Path) ->
         for r in server.requests
     }
     assert models == {"model-a", "model-b"}
+
+
+@pytest.mark.docker
+def test_command_agent_from_its_image(
+    docker_engine, view: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An external agent's own image (here the project's locally built one) and command line."""
+    for key, value in docker_engine.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AGENT_TOKEN", "given-to-the-agent")
+    script = (
+        "id -u > uid.txt && printf 'python -c \"print(1)\"\\n' > reproduce.sh && "
+        'python -c \'import os; print(sorted(k for k in os.environ if "TOKEN" in k or "KEY" in k))\''
+    )
+    agent = {
+        "kind": "command",
+        "image": docker_engine.image.ref,
+        "command": ["sh", "-c", script],
+        "env": ["AGENT_TOKEN"],
+    }
+    record, run_dir = _run(agent, view, tmp_path, {"backend": "docker", "time_limit_s": 60})
+    assert record["status"] == "submitted" and record["backend"] == "docker", record["error"]
+    assert (run_dir / "submission" / "uid.txt").read_text().strip() != "0"
+    log = (run_dir / "agent-command.log").read_text()
+    assert "['AGENT_TOKEN']" in log, log
