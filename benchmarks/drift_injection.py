@@ -32,14 +32,15 @@ from sabench.saus import import_paper_saus, import_sabench  # noqa: E402
 JUDGES = (("static", {}),)
 
 
-def demo_unit(max_per_run: int | None) -> list[dict[str, Any]]:
+def demo_unit() -> list[dict[str, Any]]:
+    """Every SAU of the demo papers (small: no cap)."""
     rows: list[dict[str, Any]] = []
     for paper_dir in sorted((REPO / "resources" / "papers").iterdir()):
         sub = REPO / "resources" / "submissions" / "reference" / paper_dir.name
         if not sub.is_dir():
             continue
         saus = import_paper_saus(paper_dir)
-        mutants = make_mutants(sub, saus, max_per_type=max_per_run)
+        mutants = make_mutants(sub, saus)
         info = {"agent": "demo-reference", "paper": paper_dir.name, "seed": "0"}
         rows += judge_mutants(sub, saus, mutants, JUDGES, info)
     return rows
@@ -92,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-demo", action="store_true", help="skip the demo papers")
     ap.add_argument("--configs", nargs="*", help="only these SA-Bench configurations")
     ap.add_argument("--papers", nargs="*", help="only these SA-Bench papers")
-    ap.add_argument("--max-per-run", type=int, default=4, help="mutants per run and drift type")
+    ap.add_argument(
+        "--max-per-run", type=int, default=4, help="SA-Bench: mutants per run and drift type"
+    )
     ap.add_argument("--min-reference-score", type=float, default=0.75)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=REPO / "results" / "drift_injection.parquet")
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     futures = []
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         if not args.no_demo:
-            futures.append(("demo", pool.submit(demo_unit, args.max_per_run)))
+            futures.append(("demo", pool.submit(demo_unit)))
         if args.data:
             if not (args.data / "runs").is_dir():
                 print(

@@ -617,8 +617,21 @@ class _Context:
         w = int(RULES["window_lines"])
         weights = [terms[t] for t in names]
         part = RULES["comment_credit"]
-        out: list[Window] = []
-        for fid, hits in per_file.items():
+        out: list[tuple[float, int, Window]] = []
+        # Files in order of the most a window of theirs could score (their distinct terms); a file
+        # that cannot beat the fifth best window so far is skipped. Ties keep the file order.
+        bounds = []
+        for order, (fid, hits) in enumerate(per_file.items()):
+            seen: dict[int, bool] = {}
+            for _, ti, is_full in hits:
+                seen[ti] = seen.get(ti, False) or is_full
+            bound = sum(weights[ti] * (1.0 if f else part) for ti, f in seen.items())
+            bounds.append((-bound, order, fid))
+        bounds.sort()
+        for neg_bound, order, fid in bounds:
+            if len(out) >= 5 and -neg_bound < -sorted(x[0] for x in out)[4] - 1e-9:
+                break
+            hits = per_file[fid]
             hits.sort()
             full = [0] * len(names)
             some = [0] * len(names)
@@ -648,9 +661,9 @@ class _Context:
             if best > 0:
                 fn = self.function_at(fid, b_lo)
                 stub = fn is not None and fn.stub and b_hi <= fn.end
-                out.append(Window(fid, b_lo, b_hi, best, stub))
-        out.sort(key=lambda x: -x.score)
-        return out[:5]
+                out.append((-best, order, Window(fid, b_lo, b_hi, best, stub)))
+        out.sort(key=lambda x: (x[0], x[1]))
+        return [x[2] for x in out[:5]]
 
     # --- functions ----------------------------------------------------------------------
     def functions_for(self, name: str) -> list[Function]:
