@@ -167,7 +167,8 @@ class EvidenceBundle:
 class Retriever:
     """Per SAU, the ranked spans the static judge's search finds (its verdict's evidence, the best
     term windows, the settings that hold the claim's numbers, the lines naming its identifiers),
-    padded, widened to small functions, merged, and cut at a line budget."""
+    padded and widened to small functions, then further windows where the claim's words meet
+    (:meth:`_windows`), merged, and cut at ``max_evidence_lines``."""
 
     def __init__(
         self,
@@ -225,12 +226,11 @@ class Retriever:
     def _windows(self, claim: Any) -> list[tuple[float, int, int]]:
         """(score, file id, centre line) of every window where the claim's words meet, best first:
         each code, config, comment or docstring line scores the idf-weighted claim terms it holds
-        (identifiers written in the claim, ``hat_alpha``, count as names), a window
-        (``fill_window`` lines) the sum of its lines."""
+        (identifiers written in the claim, ``hat_alpha``, count as names); a window
+        (``fill_window`` lines) scores its distinct terms, repeats only by ``fill_repeat``."""
         ctx = self.ctx
         n_lines = self._n_lines
         cap = float(self.opt["fill_term_cap"]) * n_lines + 50
-        line_score: dict[tuple[int, int], float] = defaultdict(float)
         postings: list[tuple[float, list[tuple[int, int, float]]]] = []
         for t, w in claim.terms.items():
             postings.append((w, ctx.term(t).hits))
@@ -246,11 +246,10 @@ class Retriever:
                 value = w * idf * max(credit, 0.5)
                 terms_here = line_terms[(fid, ln)]
                 terms_here[i] = max(terms_here.get(i, 0.0), value)
-                line_score[(fid, ln)] += value
         half = int(self.opt["fill_window"]) // 2
         rep = float(self.opt["fill_repeat"])
         scored = []
-        for fid, ln in line_score:
+        for fid, ln in line_terms:
             # distinct terms count fully, repeats of a term only by ``fill_repeat``
             best: dict[int, float] = {}
             total = 0.0
