@@ -9,8 +9,10 @@ from pathlib import Path
 from sabench.errors import UserError
 from sabench.judging import merge_judgments
 from sabench.grid import (
+    LLM_OPERATIONAL_SETTINGS,
     SCHEDULING_KEYS,
     SAU_FILES,
+    execution_gpus,
     judge_fingerprint,
     judge_slug,
     load_settings,
@@ -25,6 +27,13 @@ try:
 except UserError as exc:
     sys.exit(f"error: {exc}")
 
+
+def shell_json(data):
+    """JSON as one shell word inside a rule's command: quoted, braces doubled for Snakemake."""
+    text = shlex.quote(json.dumps(data, sort_keys=True))
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 R = SETTINGS.results
 RUNTIME = dict(SETTINGS.config["runtime"])
 # false: no execute jobs at all; judges get no execution record (re-judging replayed code).
@@ -32,11 +41,7 @@ EXECUTE = RUNTIME.pop("execute", True)
 RUNTIME["python_env"] = str(Path(workflow.basedir) / RUNTIME["python_env"])
 # The sandbox settings of model agents' tools: in the command line, not in params, so tuning the
 # execution limits never reruns an agent.
-TOOL_RUNTIME = (
-    shlex.quote(json.dumps(RUNTIME, sort_keys=True))
-    .replace("{", "{{")
-    .replace("}", "}}")
-)
+TOOL_RUNTIME = shell_json(RUNTIME)
 if RUNTIME.get("image_cache"):
     RUNTIME["image_cache"] = str(Path(workflow.basedir) / RUNTIME["image_cache"])
 # Steps run as `python -m sabench.<module>` with this interpreter: the same command a user types
@@ -116,6 +121,19 @@ AGENT_GPU_MODEL = {
     for name, a in SETTINGS.agents.items()
 }
 AGENT_CPUS = {name: int(a.get("cpus", 1)) for name, a in SETTINGS.agents.items()}
+# What each agent's execute job runs with: its own GPUs, else runtime.gpus (sabench.grid).
+_EXECUTION_GPUS = {
+    name: execution_gpus(a, RUNTIME) for name, a in SETTINGS.agents.items()
+}
+EXECUTE_GPUS = {name: count for name, (_, count) in _EXECUTION_GPUS.items()}
+EXECUTE_GPU_MODEL = {
+    name: str(SETTINGS.agents[name].get("gpu_model") or "") if count else ""
+    for name, count in EXECUTE_GPUS.items()
+}
+EXECUTE_SETTINGS = {
+    name: json.dumps({**RUNTIME, "gpus": request}, sort_keys=True)
+    for name, (request, _) in _EXECUTION_GPUS.items()
+}
 # The agent's settings travel with the job (agents may be generated from benchmark data); as a
 # param they rerun the agent when they change, except the keys that only steer the scheduler.
 AGENT_SPECS = {
@@ -124,17 +142,26 @@ AGENT_SPECS = {
     )
     for name, agent in SETTINGS.agents.items()
 }
+# Each judge's settings: what it judges by is a param (a change reruns it); how it reaches its
+# model (api_base, concurrency, ...) is written into the command only, which is no rerun trigger.
 JUDGE_PARAMS = {}
+_judge_operational = {}
 for _slug, _judge in JUDGE_BY_SLUG.items():
     _settings = SETTINGS.config["judge_settings"].get(_judge, {})
+    _judged_by = {
+        k: v for k, v in _settings.items() if k not in LLM_OPERATIONAL_SETTINGS
+    }
+    _judge_operational[_judge] = {
+        k: v for k, v in _settings.items() if k in LLM_OPERATIONAL_SETTINGS
+    }
     JUDGE_PARAMS[_slug] = {
         "name": _judge,
-        "settings": _settings,
-        "settings_json": json.dumps(_settings, sort_keys=True),
+        "settings_json": json.dumps(_judged_by, sort_keys=True),
         "fingerprint": judge_fingerprint(_judge, _settings),
         # sandbox settings for judges that run code: a change reruns exec, never static or llm
         "runtime_json": json.dumps(RUNTIME if _judge == "exec" else {}, sort_keys=True),
     }
+JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
 
 
 def paper_inputs(wildcards):
@@ -148,6 +175,16 @@ def sau_inputs(wildcards):
 
 def check_inputs(wildcards):
     return _check_inputs(wildcards.paper)
+
+
+def reference_verdicts(wildcards):
+    """The verdict file the reference judge reads for this run, when it has one."""
+    if JUDGE_BY_SLUG[wildcards.judge] != "reference":
+        return []
+    from sabench.benchmarks_io.reference import verdict_path
+
+    path = verdict_path(SETTINGS.config["judge_settings"]["reference"], dict(wildcards))
+    return [str(path)] if path.is_file() else []
 
 
 def by_wildcard(name, values):

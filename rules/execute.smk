@@ -11,14 +11,14 @@ rule execute:
     conda:
         "../envs/sabench.yaml"
     resources:
-        gpu=by_wildcard("agent", AGENT_GPUS),
-        gpu_model=by_wildcard("agent", AGENT_GPU_MODEL),
+        gpu=by_wildcard("agent", EXECUTE_GPUS),
+        gpu_model=by_wildcard("agent", EXECUTE_GPU_MODEL),
         cpus_per_task=by_wildcard("agent", AGENT_CPUS),
         mem_mb=RUNTIME["mem_mb"] + 1024,
         disk_mb=RUNTIME["output_limit_mb"] + 1024,
         runtime=int(RUNTIME["time_limit_s"] // 60) + 5,
     params:
-        settings=json.dumps(RUNTIME, sort_keys=True),
+        settings=by_wildcard("agent", EXECUTE_SETTINGS),
     shell:
         f"{PYTHON} -m sabench.execute {{input.submission:q}} --agent-view {{input.view:q}}"
         f' --out "$(dirname {{output.record:q}})" --settings {{params.settings:q}}'

@@ -8,6 +8,8 @@ rule judge:
         # for judges that run code (exec): ancient, so that re-ingesting a paper reruns no judge
         executed=ancient(run_file("executed")) if EXECUTE else [],
         view=ancient(paper_file("agent_view")),
+        # the reference judge's verdict file of the run: a new version rejudges the run
+        verdicts=reference_verdicts if "reference" in SETTINGS.judges else [],
     output:
         run_file("judge/{judge}.parquet"),
     log:
@@ -26,7 +28,8 @@ rule judge:
         f" --out {{output:q}} --judge {{params.judge[name]:q}}"
         f" --fingerprint {{params.judge[fingerprint]}}"
         f" --settings {{params.judge[settings_json]:q}} --agent-view {{input.view:q}}"
-        f" --runtime {{params.judge[runtime_json]:q}} --quiet > {{log:q}} 2>&1"
+        f" --runtime {{params.judge[runtime_json]:q}} --operational {JUDGE_OPERATIONAL_ARG}"
+        " --quiet > {log:q} 2>&1"
 
 
 rule judgments:

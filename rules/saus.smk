@@ -40,6 +40,9 @@ if EXTRACT_PAPERS:
         **EXTRACTION.get("settings", {}),
     }
     _extract_options = {k: v for k, v in EXTRACTION.items() if k != "settings"}
+    # In the command, not in params: the fingerprint (which leaves out api_base, concurrency and
+    # the like) decides when a paper is extracted again.
+    EXTRACT_SETTINGS_ARG = shell_json(_extract_settings)
 
     ruleorder: saus_extract > saus
 
@@ -62,11 +65,10 @@ if EXTRACT_PAPERS:
             runtime=60,
         params:
             extractor=_extractor,
-            settings=json.dumps(_extract_settings, sort_keys=True),
             options=json.dumps(_extract_options, sort_keys=True),
             fingerprint=extraction_fingerprint(_extract_options, _extract_settings),
             paper_dir=str(PAPERS_DIR / "{paper}"),
         shell:
             f"{PYTHON} -m sabench.extract {{params.paper_dir:q}} --text {{input.text:q}}"
             f" --meta {{input.meta:q}} --out {{output:q}} --extractor {{params.extractor:q}}"
-            f" --settings {{params.settings:q}} --options {{params.options:q}} > {{log:q}} 2>&1"
+            f" --settings {EXTRACT_SETTINGS_ARG} --options {{params.options:q}} > {{log:q}} 2>&1"

@@ -223,6 +223,25 @@ def load_agents(path: Path) -> dict[str, dict[str, Any]]:
     return data
 
 
+def execution_gpus(agent: dict[str, Any], runtime: dict[str, Any]) -> tuple[Any, int]:
+    """(what the sandbox of the agent's execution gets, how many GPUs its job asks the scheduler).
+
+    An agent with ``gpus`` runs its reproduce.sh on as many as it wrote the code with; other agents
+    get ``runtime.gpus`` (a count, a list of ids, or ``"all"``: whatever the host or the job has,
+    so the scheduler is asked for none).
+    """
+    if agent.get("gpus"):
+        return int(agent["gpus"]), int(agent["gpus"])
+    request = runtime.get("gpus", 0)
+    if isinstance(request, list):
+        return request, len(request)
+    if isinstance(request, int) or (isinstance(request, str) and request.strip().isdigit()):
+        return request, int(request)
+    if isinstance(request, str) and request.strip().lower() != "all":
+        return request, len([p for p in request.split(",") if p.strip()])
+    return request, 0
+
+
 def agent_seeds(agent: dict[str, Any], default: list[int]) -> list[str]:
     if agent["kind"] == "null" or (
         agent["kind"] == "replay" and "{seed}" not in replay_template(agent)

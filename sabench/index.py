@@ -301,7 +301,7 @@ def chunk_info(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 for t in identifier_terms(part)
                 if len(t) > 1 and t not in STOP and not t.isdigit()
             )
-    keys: set[str] = set()
+    keys: dict[str, None] = {}  # ordered: postings built from it must not depend on the hash seed
     if not chunk[0].isdigit():
         raw = [p.lower() for p in re.split(r"[_\-]+", chunk) if p]
         camel = [c.lower() for p in re.split(r"[_\-]+", chunk) if p for c in _CAMEL_RE.findall(p)]
@@ -312,7 +312,7 @@ def chunk_info(chunk: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 for j in range(i, min(n, i + 4)):
                     acc += seq[j]
                     if len(acc) > 1:
-                        keys.add(acc)
+                        keys[acc] = None
     return tuple(dict.fromkeys(terms)), tuple(keys)
 
 
@@ -1099,7 +1099,7 @@ def build_index(root: Path | str) -> CodeIndex:
             if len(line) > 1000:
                 line = line[:1000]
             site = (fid, i + 1)
-            for c in set(findall(line)):
+            for c in dict.fromkeys(findall(line)):
                 chunk_sites[c].append(site)
             if scan_numbers:
                 for m in extract_numbers(line):

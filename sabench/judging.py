@@ -147,6 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--saus", type=Path, required=True, help="the paper's saus.parquet")
     parser.add_argument("--judge", default="static")
     parser.add_argument("--settings", type=json.loads, default={}, help="judge settings (JSON)")
+    parser.add_argument(
+        "--operational",
+        type=json.loads,
+        default={},
+        help="by judge name, the settings that change how calls are made, not what is judged "
+        "(api_base, ...); kept apart so that the workflow reruns no judge when they change (JSON)",
+    )
     parser.add_argument("--fingerprint", default="standalone")
     parser.add_argument("--out", type=Path, help="default: <run_dir>/judge/<judge>.parquet")
     parser.add_argument(
@@ -170,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     with step(None, "judge"):
         rows = judge_run(
             args.judge,
-            args.settings,
+            {**args.settings, **args.operational.get(args.judge, {})},
             args.fingerprint,
             args.run_dir / "submission",
             args.run_dir / "execution.json",

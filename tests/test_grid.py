@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from sabench.errors import UserError
-from sabench.grid import judge_fingerprint, judge_slug, load_settings
+from sabench.grid import execution_gpus, judge_fingerprint, judge_slug, load_settings
 
 AGENTS = """
 ref:
@@ -112,3 +112,21 @@ def test_shipped_config_is_valid(repo: Path) -> None:
     settings = load_settings(config, repo)
     assert {"reference", "drifted", "null"} <= set(settings.agents)
     assert len(settings.papers) >= 2
+
+
+@pytest.mark.parametrize(
+    ("agent", "runtime_gpus", "sandbox", "scheduler"),
+    [
+        ({"gpus": 2}, 0, 2, 2),  # the agent's own GPUs win
+        ({"gpus": 1}, "all", 1, 1),
+        ({}, 0, 0, 0),
+        ({"gpus": 0}, 3, 3, 3),
+        ({}, "2", "2", 2),
+        ({}, [0, 2], [0, 2], 2),
+        ({}, "0,3", "0,3", 2),
+        ({}, "GPU-aa,GPU-bb", "GPU-aa,GPU-bb", 2),
+        ({}, "all", "all", 0),  # whatever the job has: the scheduler is asked for none
+    ],
+)
+def test_execution_gpus(agent: dict, runtime_gpus: object, sandbox: object, scheduler: int) -> None:
+    assert execution_gpus(agent, {"gpus": runtime_gpus}) == (sandbox, scheduler)

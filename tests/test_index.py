@@ -243,3 +243,31 @@ def test_index_is_fast(tmp_path: Path) -> None:
     elapsed = time.perf_counter() - t0
     assert len(index.files) == 30
     assert elapsed < 1.0, elapsed  # ~2,000 lines: tens of milliseconds
+
+
+def test_postings_do_not_depend_on_the_hash_seed() -> None:
+    """Retrieval (and so an LLM prompt and its cache key) walks these lists in order."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, json\n"
+        "from sabench.index import build_index\n"
+        "i = build_index('resources/submissions/drifted/logreg-earlystop')\n"
+        "tables = [i.chunk_sites, i.term_chunks, i.key_chunks]\n"
+        "print(hashlib.sha256(json.dumps([list(t.items()) for t in tables]).encode()).hexdigest())\n"
+    )
+    repo = Path(__file__).resolve().parents[1]
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(digests) == 1

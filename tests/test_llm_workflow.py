@@ -155,6 +155,25 @@ def test_extracted_saus_are_grounded(grid: dict[str, Path]) -> None:
     assert (curated["origin"] == "curated").all()
 
 
+def test_a_new_endpoint_reruns_nothing_a_new_temperature_reruns_the_judge(
+    grid: dict[str, Path],
+) -> None:
+    """api_base, concurrency and the like say how to reach the model, not what it is asked."""
+    config = yaml.safe_load(grid["config"].read_text())
+    moved = grid["root"] / "moved.yaml"
+    config["judge_settings"][JUDGE].update(
+        api_base="http://127.0.0.1:9/v1", concurrency=7, timeout_s=5
+    )
+    moved.write_text(yaml.safe_dump(config))
+    proc = snakemake("-n", "--configfile", str(moved))
+    assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+    config["judge_settings"][JUDGE]["temperature"] = 0.5
+    moved.write_text(yaml.safe_dump(config))
+    proc = snakemake("-n", "--configfile", str(moved))
+    planned = set(re.findall(r"^(?:local)?rule (\w+):", proc.stdout + proc.stderr, re.M))
+    assert "judge" in planned and "saus_extract" in planned and "execute" not in planned
+
+
 def test_rerun_makes_zero_requests(grid: dict[str, Path], server: ScriptedServer) -> None:
     proc = snakemake("-n", "--configfile", str(grid["config"]))
     assert "Nothing to be done" in proc.stdout + proc.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -335,6 +336,45 @@ def test_paperbench_final_scores_through_snakemake(paperbench_data: Path, tmp_pa
     assert (
         (table["reference tree score (ours)"] - table["grade.json final_score"]).abs() < 5e-5
     ).all()
+
+
+@pytest.mark.workflow
+def test_a_new_verdict_file_rejudges_its_run(tmp_path: Path) -> None:
+    """The reference judge's verdict file is an input of its job: editing it rejudges that run."""
+    verdicts = tmp_path / "verdicts"
+    for agent, score in (("reference", 1.0), ("drifted", 0.0)):
+        (verdicts / agent).mkdir(parents=True)
+        claims = [{"id": "ridge-gd-D1-001", "score": score, "judge_reasoning": "lr 0.01 wrong"}]
+        data = {"dimensions": {"D1": {"claims": claims}}}
+        (verdicts / agent / "ridge-gd.json").write_text(json.dumps(data))
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "results": str(tmp_path / "results"),
+                "papers": ["ridge-gd"],
+                "agents": ["reference", "drifted"],
+                "judges": ["reference"],
+                "runtime": {"execute": False},
+                "judge_settings": {"reference": {"path": f"{verdicts}/{{agent}}/{{paper}}.json"}},
+            }
+        )
+    )
+    snakemake("--configfile", str(config))
+    judgments = pd.read_parquet(tmp_path / "results" / "tables" / "judgments.parquet")
+    assert dict(zip(judgments.agent, judgments.verdict, strict=True)) == {
+        "reference": "aligned",
+        "drifted": "drifted",
+    }
+    assert "Nothing to be done" in snakemake("-n", "--configfile", str(config)).stdout
+    edited = verdicts / "drifted" / "ridge-gd.json"
+    edited.write_text(edited.read_text().replace('"score": 0.0', '"score": 1.0'))
+    dry = snakemake("-n", "--configfile", str(config)).stdout
+    judged = re.findall(r"^rule judge:\n(?:\s+.*\n)*?\s+wildcards: (.*)$", dry, re.M)
+    assert judged and all("agent=drifted" in w for w in judged), judged
+    snakemake("--configfile", str(config))
+    judgments = pd.read_parquet(tmp_path / "results" / "tables" / "judgments.parquet")
+    assert set(judgments.verdict) == {"aligned"}
 
 
 def test_example_configs_are_valid(repo: Path, tmp_path: Path) -> None:

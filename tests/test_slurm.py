@@ -11,6 +11,7 @@ The profile tests at the top need no cluster: they check that the profile is fou
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -402,6 +403,15 @@ def test_slurm_run(
         else:
             assert job.gpus == 0, (comment, job.tres, job.gpu_spec)
             assert "gpu" not in job.tres and "gpu" not in job.gpu_spec, (comment, job.gpu_spec)
+    # The GPU reaches the GPU agent's sandbox; this node's is fake, which the sandbox tells.
+    records = [
+        json.loads(p.read_text()) for p in (results / "runs" / GPU_AGENT).rglob("execution.json")
+    ]
+    assert records
+    if shutil.which("nvidia-smi") is None:
+        for record in records:
+            assert record["status"] == "sandbox_error", record
+            assert "asks for GPUs but this host has none" in record["message"], record
     assert_same_tables(results, local_run)
 
 

@@ -193,6 +193,22 @@ def test_exec_settings_rerun_only_exec(demo: Path) -> None:
     assert not {"ingest", "saus", "reproduce", "execute"} & set(per_rule), per_rule
 
 
+def test_a_gpu_agent_executes_on_its_gpus(demo: Path, tmp_path: Path) -> None:
+    """The execute job asks the scheduler for the agent's GPUs and its sandbox gets them."""
+    agents = yaml.safe_load((REPO / "config" / "agents.yaml").read_text())
+    agents["reference"]["gpus"] = 2
+    (tmp_path / "agents.yaml").write_text(yaml.safe_dump(agents))
+    proc = snakemake(
+        "-n", "-p", "--config", f"results={demo}", f"agents_file={tmp_path / 'agents.yaml'}"
+    )
+    blocks = re.split(r"\n(?=\[.*\]\n(?:local)?rule \w+:)", proc.stdout)
+    executes = [b for b in blocks if re.search(r"^rule execute:", b, re.MULTILINE)]
+    assert executes and all("agent=reference" in b for b in executes), "only reference reruns"
+    for block in executes:
+        assert re.search(r"resources: .*\bgpu=2\b", block), block
+        assert '"gpus": 2' in block, block
+
+
 def test_second_run_does_nothing(demo: Path) -> None:
     proc = snakemake("-n", "--config", f"results={demo}")
     assert "Nothing to be done" in proc.stdout + proc.stderr

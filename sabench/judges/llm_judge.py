@@ -177,7 +177,6 @@ class Retriever:
         execution: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        canonical_order(index)
         self.index = index
         self.opt = {**JUDGE_DEFAULTS, **options}
         self.ctx = _Context(index, saus)
@@ -336,15 +335,6 @@ class Retriever:
             bundle.settings.append((fact.file, fact.line, text))
             bundle.shown.setdefault(fact.file, set()).add(fact.line)
         return bundle
-
-
-def canonical_order(index: CodeIndex) -> None:
-    """Sort the index's term and name postings: they are built from sets of strings, whose order
-    changes with every interpreter (hash seed), and a prompt must be byte-identical on a rerun
-    for the cache to answer it."""
-    for table in (index.term_chunks, index.key_chunks):
-        for chunks in table.values():
-            chunks.sort()
 
 
 def repo_overview(index: CodeIndex, limit: int = 40) -> list[str]:
