@@ -4,8 +4,8 @@ A **check** is a short Python program (``check`` inline in saus.yaml, or ``check
 a fresh sandbox on a fresh copy of the run's ``executed/`` folder, never on ``executed/`` itself:
 
 * ``/submission``: the copy (the working directory, writable, size-limited) and first on sys.path;
-* ``/check/check.py``: the check, read-only (the SAU file itself is never shown);
-* ``/check/_sabench_runner.py``: the runner below, read-only; ``/paper``: the agent's view.
+* ``/sabench-check/check.py``: the check, read-only (the SAU file itself is never shown);
+* ``/sabench-check/_sabench_runner.py``: the runner below, read-only; ``/paper``: the agent's view.
 
 No network, time / memory / pids / output limits, the project's pinned sandbox Python. The runner
 executes the check as ``__main__`` and reports how it ended on one marker line carrying a per-run
@@ -53,7 +53,7 @@ from typing import Any
 
 #: Bump when the meaning of an outcome changes (the source hash covers the rest).
 HARNESS_VERSION = "1"
-CHECK_DIR = "/check"
+CHECK_DIR = "/sabench-check"
 CHECK_PATH = f"{CHECK_DIR}/check.py"
 RUNNER_PATH = f"{CHECK_DIR}/_sabench_runner.py"
 MARKER = "[sabench-check "

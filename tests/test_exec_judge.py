@@ -335,7 +335,8 @@ def test_what_a_check_sees(executed: Path, runtime: dict) -> None:
 import os, sys
 assert os.getcwd() == "/submission", os.getcwd()
 assert sys.path[0] == "/submission", sys.path
-assert sorted(os.listdir("/check")) == ["_sabench_runner.py", "check.py"], os.listdir("/check")
+files = sorted(os.listdir("/sabench-check"))
+assert files == ["_sabench_runner.py", "check.py"], files
 assert open("/paper/paper.md").read() == "# Paper\\n"
 assert os.environ["PYTHONPATH"] == "/submission"
 assert "SABENCH_CHECK_NONCE" not in os.environ

@@ -120,6 +120,29 @@ def test_python_env_binds_base_interpreter_not_shims(sandbox_env: Path) -> None:
     assert not any("shims" in b.parts for b in penv.binds)
 
 
+@pytest.mark.bwrap
+def test_a_mount_over_the_python_env_is_refused(
+    bwrap: BwrapSandbox, sandbox_env: Path, tmp_path: Path
+) -> None:
+    """A project cloned under a path the sandbox mounts over (CI once cloned under /check while
+    checks were mounted there) gets a clear error, not "execvp python: No such file"."""
+    above_env = str(sandbox_env.resolve().parent)
+    if above_env == "/tmp" or above_env.startswith(("/tmp/", "/usr/")):
+        pytest.skip(f"{above_env} is a reserved mount target: no mount can lie over it")
+    work = tmp_path / "work"
+    work.mkdir()
+    spec = SandboxSpec(
+        command=["python", "-c", "pass"],
+        workdir=work,
+        ro_mounts=[Mount(tmp_path, above_env)],
+        python_env=sandbox_env,
+    )
+    with pytest.raises(UserError, match=rf"runtime\.python_env.*lies under {above_env}"):
+        bwrap.run(spec, tmp_path / "run.log")
+    spec.ro_mounts = [Mount(tmp_path, "/sabench-elsewhere")]
+    assert bwrap.run(spec, tmp_path / "run.log").status == "ok"
+
+
 def test_log_capture_keeps_head_and_tail() -> None:
     cap = LogCapture(1000)
     cap.feed(b"HEAD" + b"x" * 100_000)

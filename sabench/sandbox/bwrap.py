@@ -149,6 +149,20 @@ def _capacity(workdir: Path, output_limit: int) -> tuple[int, int, int]:
     return used, need + max(16 << 20, need // 16) + inodes * 256, inodes
 
 
+def _refuse_shadowed(penv: PythonEnv, targets: list[str]) -> None:
+    """The sandbox's own mounts come after the python env's binds: one at or above them would
+    hide the interpreter (bwrap: "execvp python: No such file or directory")."""
+    for bind in penv.binds:
+        for target in targets:
+            if Path(target) == bind or Path(target) in bind.parents:
+                raise UserError(
+                    penv.root,
+                    "runtime.python_env",
+                    f"{bind} lies under {target}, where the sandbox mounts its own files; "
+                    "keep the project (or the env) elsewhere",
+                )
+
+
 class BwrapSandbox(Sandbox):
     """bubblewrap with user namespaces; see the module docstring for what it isolates."""
 
@@ -269,6 +283,7 @@ class BwrapSandbox(Sandbox):
         if spec.python_env is None:
             raise UserError(None, "runtime.python_env", "the bwrap backend needs the sandbox env")
         penv = resolve_python_env(spec.python_env)
+        _refuse_shadowed(penv, [SUBMISSION_TARGET, *(m.target for m in spec.ro_mounts)])
         if not spec.workdir.is_dir():
             return self._fail(log_path, header, capture, f"workdir {spec.workdir} is not a folder")
         workdir = spec.workdir.resolve()
