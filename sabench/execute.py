@@ -28,7 +28,14 @@ from sabench import __version__
 from sabench.contracts import EXECUTION_STATUSES
 from sabench.errors import UserError
 from sabench.io import atomic_path, write_json, write_text
-from sabench.sandbox import ISOLATION_KEYS, Mount, SandboxSpec, backend_names, get_backend
+from sabench.sandbox import (
+    ISOLATION_KEYS,
+    Mount,
+    SandboxSpec,
+    backend_label,
+    backend_names,
+    get_backend,
+)
 from sabench.sandbox.gpu import GpuSampler, NoGpuError, allocate, nvidia_smi
 from sabench.sandbox.gpu import normalize_request as normalize_gpu_request
 from sabench.sandbox.pyenv import ensure_sandbox_env
@@ -87,11 +94,16 @@ def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
         value = merged[key]
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise UserError(None, f"runtime.{key}", f"must be a positive number, got {value!r}")
-    if merged["backend"] not in backend_names():
+    backends = merged["backend"]
+    single = isinstance(backends, str)
+    names = [backends] if single else list(backends or [])
+    allowed = backend_names() if single else [n for n in backend_names() if n != "auto"]
+    if not names or any(n not in allowed for n in names):
         raise UserError(
             None,
             "runtime.backend",
-            f"unknown backend {merged['backend']!r}; choose one of {', '.join(backend_names())}",
+            f"must be one of {', '.join(backend_names())}, or a list of backends in order of "
+            f"preference; got {backends!r}",
         )
     files = merged["metrics_files"]
     if isinstance(files, str):
@@ -291,7 +303,7 @@ def execute_run(
             wall_s=0.0,
             gpus=cfg["gpus"],
             image=cfg["image"],
-            backend=cfg["backend"],
+            backend=backend_label(cfg["backend"]),
             isolation="not run",
             started_at=started_at,
             log_bytes=0,

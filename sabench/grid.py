@@ -121,6 +121,13 @@ def validate(data: Any, schema_name: str, path: str | Path) -> None:
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
     if errors:
         err = errors[0]
+        # of a oneOf's alternatives, the most specific error ("backend[1]: 'vm' is not one of
+        # [...]", not "is not valid under any of the given schemas")
+        while err.context:
+            err = min(
+                err.context,
+                key=lambda e: (-len(e.absolute_path), e.validator in ("type", "enum")),
+            )
         raise UserError(path, _field(err), err.message)
 
 

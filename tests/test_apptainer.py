@@ -153,6 +153,13 @@ def test_auto_passes_over_apptainer_without_a_default_image(
     assert image_source(None) == (str(sif), True)
 
 
+def test_listed_apptainer_needs_no_image_yet(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Named in a list (the slurm profile), apptainer pulls or builds its image in the run."""
+    monkeypatch.delenv("SABENCH_APPTAINER_IMAGE", raising=False)
+    assert not ApptainerSandbox().available()[0]
+    assert get_backend(["apptainer", "bwrap"]).name == "apptainer"
+
+
 def test_a_registry_image_is_pulled_once_into_the_cache(fake: Path, tmp_path: Path) -> None:
     backend = get_backend("apptainer")
     spec = spec_for(tmp_path, image="docker://python:3.11-slim", options={"image_cache": None})

@@ -58,6 +58,8 @@ def test_selecting_papers_and_agents(tmp_path: Path) -> None:
         ({"agents": "nobody"}, "agents", "not defined"),
         ({"judges": ["oracle"]}, "judges[0]", "does not match"),
         ({"runtime": {"backend": "vm"}}, "runtime.backend", "is not one of"),
+        ({"runtime": {"backend": ["bwrap", "vm"]}}, "runtime.backend[1]", "'vm' is not one of"),
+        ({"runtime": {"backend": []}}, "runtime.backend", "should be non-empty"),
         ({"seeds": [-1]}, "seeds[0]", "less than the minimum"),
         ({"typo_key": 1}, "(top level)", "Additional properties"),
     ],

@@ -96,6 +96,36 @@ def test_auto_picks_bwrap_and_never_local(
         get_backend("auto")
 
 
+@pytest.mark.bwrap
+def test_a_list_picks_the_first_backend_that_works(
+    bwrap: BwrapSandbox, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The slurm profile's [apptainer, bwrap]: apptainer where a node has it, else bwrap."""
+    from sabench.sandbox.apptainer import ApptainerSandbox
+
+    monkeypatch.setattr(ApptainerSandbox, "installed", lambda self: (False, "not installed"))
+    with caplog.at_level(logging.INFO, logger="sabench.sandbox"):
+        assert get_backend(["apptainer", "bwrap"]).name == "bwrap"
+    assert "apptainer,bwrap picked 'bwrap' (apptainer: not installed)" in caplog.text
+    with pytest.raises(UserError, match=r"runtime\.backend.*apptainer: not installed"):
+        get_backend(["apptainer"])
+    with pytest.raises(UserError, match="unknown backend 'auto'"):
+        get_backend(["auto", "bwrap"])  # auto is a word of its own, not a list member
+    assert get_backend(["local"]).name == "local"  # named: allowed, as with backend: local
+
+
+def test_runtime_backend_lists_are_validated() -> None:
+    from sabench.execute import resolve_settings
+
+    assert resolve_settings({"backend": ["apptainer", "bwrap"]})["backend"] == [
+        "apptainer",
+        "bwrap",
+    ]
+    for bad in ([], ["auto"], ["bwrap", "chroot"], "chroot"):
+        with pytest.raises(UserError, match=r"runtime\.backend"):
+            resolve_settings({"backend": bad})
+
+
 def test_spec_validation(tmp_path: Path) -> None:
     with pytest.raises(UserError, match=r"runtime\.network"):
         SandboxSpec(command=["true"], workdir=tmp_path, network="host")

@@ -76,7 +76,7 @@ def test_profile_is_found_from_the_repo_root(profile: str) -> None:
     out = ok(snakemake("--profile", profile, "-n", "-p", "--config", f"papers={PAPER}"), "dry run")
     assert f"Using profiles {profile} and workflow specific profile profiles/default" in out
     assert "sabench.yaml" in out  # the profile's configfile is read ...
-    assert '"backend": "apptainer"' in out  # ... and merged into runtime
+    assert '"backend": ["apptainer", "bwrap"]' in out  # ... and merged into runtime
     assert "/.cache/images" in out  # the image cache, under the repository: a shared path
     # --config on the command line keeps the profile's settings it does not name
     out = ok(
@@ -222,22 +222,26 @@ def grid(slurm_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return path
 
 
-def config(results: Path, agents_file: Path) -> list[str]:
-    # bwrap: apptainer (the slurm profile's backend) cannot be installed here
+def config(results: Path, agents_file: Path, *extra: str) -> list[str]:
+    """The slurm runs take the profile's sandbox as it stands: apptainer where the node has it,
+    else bwrap (apptainer cannot be installed here)."""
     return [
         "--config",
         f"results={results}",
         f"papers={PAPER}",
         f"agents={GPU_AGENT},{CPU_AGENT}",
         f"agents_file={agents_file}",
-        "runtime={backend: bwrap}",
+        *extra,
     ]
 
 
 @pytest.fixture(scope="module")
 def local_run(grid: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     results = tmp_path_factory.mktemp("slurm-local") / "results"
-    ok(snakemake("--cores", "2", *config(results, grid)), "local run")
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "sabench.yaml").read_text())
+    backend = json.dumps(profile["runtime"]["backend"])  # the same sandbox as the Slurm runs
+    local = config(results, grid, f"runtime={{backend: {backend}}}")
+    ok(snakemake("--cores", "2", *local), "local run")
     return results
 
 

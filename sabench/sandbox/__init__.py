@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, NamedTuple
@@ -149,6 +150,11 @@ class Sandbox(ABC):
     def available(self) -> tuple[bool, str]:
         """Whether this backend can run here, and why not."""
 
+    def available_when_named(self) -> tuple[bool, str]:
+        """Whether this backend can run here when the user listed it, image or not (``auto`` asks
+        :meth:`available`, which may also want an image it can find without being told)."""
+        return self.available()
+
     @abstractmethod
     def run(self, spec: SandboxSpec, log_path: Path) -> RunResult:
         """Run ``spec.command``; write its capped log to ``log_path``; its faults are a status."""
@@ -199,37 +205,55 @@ def _load(name: str) -> Sandbox:
     return getattr(importlib.import_module(module), cls)()
 
 
-def get_backend(name: str) -> Sandbox:
-    """The backend called ``name``; ``auto``: the first available of ``AUTO_ORDER``, never local."""
-    if name != "auto":
-        if name not in _REGISTRY:
-            raise UserError(
-                None,
-                "runtime.backend",
-                f"unknown backend {name!r}; choose one of {', '.join(backend_names())}",
-            )
+def get_backend(name: str | Sequence[str]) -> Sandbox:
+    """The backend called ``name``; a list: the first of those that works on this host (a cluster
+    profile's ``[apptainer, bwrap]``); ``auto``: the first that works of ``AUTO_ORDER``, never local."""
+    if isinstance(name, str) and name != "auto":
+        _check_name(name)
         return _load(name)
+    order = AUTO_ORDER if name == "auto" else tuple(name)
     reasons = []
-    for candidate in AUTO_ORDER:
+    for candidate in order:
+        _check_name(candidate)
         if _REGISTRY.get(candidate) is None:
             reasons.append(f"{candidate}: not implemented")
             continue
         backend = _load(candidate)
-        ok, why = backend.available()
+        ok, why = backend.available() if name == "auto" else backend.available_when_named()
         if ok:
             log.info(
-                "runtime.backend auto picked %r (%s)",
+                "runtime.backend %s picked %r (%s)",
+                backend_label(name),
                 candidate,
                 "; ".join(reasons) or "first choice",
             )
             return backend
         reasons.append(f"{candidate}: {why}")
+    hint = (
+        "install bubblewrap, or set runtime.backend: local for trusted code only (it runs "
+        "UNSANDBOXED)"
+        if name == "auto"
+        else "install one of them or list another"
+    )
     raise UserError(
         None,
         "runtime.backend",
-        "auto found no sandbox (" + "; ".join(reasons) + "); install bubblewrap, or set "
-        "runtime.backend: local for trusted code only (it runs UNSANDBOXED)",
+        f"{backend_label(name)} found no sandbox that works here ({'; '.join(reasons)}); {hint}",
     )
+
+
+def backend_label(name: str | Sequence[str]) -> str:
+    """``runtime.backend`` as one word for records and messages (``apptainer,bwrap``)."""
+    return name if isinstance(name, str) else ",".join(name)
+
+
+def _check_name(name: str) -> None:
+    if name not in _REGISTRY:
+        raise UserError(
+            None,
+            "runtime.backend",
+            f"unknown backend {name!r}; choose one of {', '.join(backend_names())}",
+        )
 
 
 __all__ = [
@@ -242,6 +266,7 @@ __all__ = [
     "RunResult",
     "Sandbox",
     "SandboxSpec",
+    "backend_label",
     "backend_names",
     "get_backend",
     "register_backend",

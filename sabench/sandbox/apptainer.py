@@ -139,6 +139,9 @@ class ApptainerSandbox(Sandbox):
             )
         return ok, why
 
+    def available_when_named(self) -> tuple[bool, str]:
+        return self.installed()  # the image is pulled or built by the run itself
+
     def installed(self) -> tuple[bool, str]:
         exe = self.apptainer if os.path.sep in self.apptainer else shutil.which(self.apptainer)
         if not exe or not os.access(exe, os.X_OK):
