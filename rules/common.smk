@@ -50,6 +50,14 @@ if "conda" in str(workflow.deployment_settings.deployment_method).lower():
     PYTHON = f"PYTHONPATH={shlex.quote(workflow.basedir)} python"
 else:
     PYTHON = shlex.quote(sys.executable)
+# The grid's LLM spending cap reaches every job in its environment (sabench.llm.budget); in the
+# command, not in params, so that raising it reruns nothing.
+if SETTINGS.config.get("llm_budget_usd"):
+    _ledger = Path(R).resolve() / "logs" / "llm_spend.jsonl"
+    PYTHON = (
+        f"SABENCH_LLM_BUDGET_USD={float(SETTINGS.config['llm_budget_usd'])!r}"
+        f" SABENCH_LLM_LEDGER={shlex.quote(str(_ledger))} {PYTHON}"
+    )
 REPO = shlex.quote(workflow.basedir)
 SANDBOX_REQUIREMENTS = shlex.quote(str(Path(workflow.basedir) / "envs" / "sandbox.txt"))
 PAPERS_DIR = Path(workflow.basedir) / SETTINGS.config["papers_dir"]

@@ -279,6 +279,63 @@ def test_missing_key_variable_is_fatal(
     assert server.count == 0
 
 
+def test_the_grid_budget_stops_requests_not_cached_answers(
+    server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every client of every process adds to one ledger; once the cap is reached, requests are
+    refused before they are sent (fatal: the job ends), while the cache still answers."""
+    ledger = tmp_path / "logs" / "llm_spend.jsonl"
+    monkeypatch.setenv("SABENCH_LLM_BUDGET_USD", "0.0025")
+    monkeypatch.setenv("SABENCH_LLM_LEDGER", str(ledger))
+    usage = {"prompt_tokens": 1000, "completion_tokens": 0}
+    server.set_script([{"replies": [{"content": f"r{i}", "usage": usage} for i in range(5)]}])
+    price = {"prices": {"input_per_mtok": 1.0, "output_per_mtok": 0.0}}  # $0.001 a call
+    for text in ("a", "b", "c"):  # separate clients, as separate jobs would be
+        run(client(server, tmp_path, **price).chat(msgs(text)))
+    lines = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert [line["cost_usd"] for line in lines] == pytest.approx([0.001] * 3)
+    assert all(line["model"] == "openai/scripted" for line in lines)
+    blocked = client(server, tmp_path, **price)
+    with pytest.raises(LLMError) as info:
+        run(blocked.chat(msgs("d")))
+    assert info.value.kind == "budget" and info.value.fatal and server.count == 3
+    assert "$0.0025 (llm_budget_usd) is spent: $0.0030" in str(info.value)
+    assert run(blocked.chat(msgs("a"))).cached  # answered before: free, never refused
+    monkeypatch.setenv("SABENCH_LLM_BUDGET_USD", "1")  # raised: the grid goes on
+    assert run(client(server, tmp_path, **price).chat(msgs("d"))).content == "r3"
+    monkeypatch.setenv("SABENCH_LLM_BUDGET_USD", "lots")
+    with pytest.raises(LLMError, match="SABENCH_LLM_BUDGET_USD='lots' is not a number"):
+        client(server, tmp_path)
+
+
+def test_the_ledger_counts_every_process(tmp_path: Path) -> None:
+    """Appends from concurrent processes stay whole lines; a torn last line waits for its end."""
+    from sabench.llm.budget import SpendLedger
+
+    ledger = tmp_path / "spend.jsonl"
+    code = (
+        "import sys\n"
+        "from sabench.llm.budget import SpendLedger\n"
+        "ledger = SpendLedger(sys.argv[1], 1e9)\n"
+        "for _ in range(200):\n"
+        "    ledger.add(0.5, 'm', 1, 1)\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(ledger)], cwd=REPO) for _ in range(4)
+    ]
+    assert all(p.wait(60) == 0 for p in procs)
+    reader = SpendLedger(ledger, 500.0)
+    assert reader.spent() == pytest.approx(400.0)
+    with ledger.open("a") as fh:
+        fh.write('{"cost_usd": 7')  # a writer mid-line
+    assert reader.spent() == pytest.approx(400.0)
+    with pytest.raises(Exception, match="is spent"):
+        SpendLedger(ledger, 400.0).check()
+    with ledger.open("a") as fh:
+        fh.write("}\n")
+    assert reader.spent() == pytest.approx(407.0)
+
+
 def test_json_extraction() -> None:
     assert extract_json('noise {"a": 1} noise') == {"a": 1}
     assert extract_json('```json\n{"a": [1, 2]}\n```') == {"a": [1, 2]}

@@ -192,3 +192,39 @@ def test_rerun_makes_zero_requests(grid: dict[str, Path], server: ScriptedServer
     pd.testing.assert_frame_equal(
         before.drop(columns=["cached", "latency_s"]), after.drop(columns=["cached", "latency_s"])
     )
+
+
+def test_the_grid_budget_ends_jobs_and_a_higher_one_continues(
+    grid: dict[str, Path], server: ScriptedServer
+) -> None:
+    """llm_budget_usd caps every LLM request of the grid: the judge job that meets it fails with a
+    one-line error; after raising it, the rerun pays only for what was not answered before."""
+    root = grid["root"] / "budget"
+    config = yaml.safe_load(grid["config"].read_text())
+    config.update(
+        results=str(root / "results"),
+        papers=["ridge-gd"],
+        agents=["reference"],
+        judges=[JUDGE],
+        runtime={"execute": False},
+        llm_budget_usd=1e-9,  # the first request passes; it pays for more than that
+    )
+    config["judge_settings"][JUDGE].update(temperature=0.3, concurrency=1)  # nothing cached
+    path = root / "budget.yaml"
+    root.mkdir()
+    path.write_text(yaml.safe_dump(config))
+    before = server.count
+    proc = snakemake("--configfile", str(path), check=False)
+    assert proc.returncode != 0
+    ledger = root / "results" / "logs" / "llm_spend.jsonl"
+    assert len(ledger.read_text().splitlines()) == server.count - before == 1
+    log = next((root / "results" / "runs").rglob("judge-llm*.log")).read_text()
+    assert "llm_budget_usd" in log and "is spent" in log and SECRET not in log
+    config["llm_budget_usd"] = 100.0
+    path.write_text(yaml.safe_dump(config))
+    snakemake("--configfile", str(path))
+    judgments = pd.read_parquet(root / "results" / "tables" / "judgments.parquet")
+    assert len(judgments) and not (judgments.verdict == "error").any()
+    assert judgments.cached.sum() == 1, "the answer paid for before the cap comes from the cache"
+    assert server.count - before == len(judgments)
+    assert len(ledger.read_text().splitlines()) == len(judgments)

@@ -128,6 +128,9 @@ async def react_loop(
             transcript.write(step=out.steps, event="limit", reason=out.limit)
             return out
         except Exception as exc:  # LLMError and anything the provider throws: a recorded status
+            from sabench.llm.client import stop_for_budget  # an exception only: import late
+
+            stop_for_budget(exc)
             out.status, out.error = "error", client.redact(f"{type(exc).__name__}: {exc}")[:500]
             transcript.write(step=out.steps, event="error", error=out.error)
             return out

@@ -151,6 +151,9 @@ def run_pipeline(
         except TimeoutError:
             outcome.status, outcome.limit = "limit", f"time limit ({time_limit:.0f}s)"
         except Exception as exc:  # the provider failing for good: a recorded status
+            from sabench.llm.client import stop_for_budget  # an exception only: import late
+
+            stop_for_budget(exc)
             outcome.status, outcome.error = (
                 "error",
                 client.redact(f"{type(exc).__name__}: {exc}")[:500],

@@ -14,6 +14,7 @@ run are judged in one job, concurrently (``concurrency`` per model).
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import logging
 import math
@@ -236,6 +237,18 @@ class Retriever:
         for ident in dict.fromkeys(_IDENT_RE.findall(claim.text)):
             hits = [(f, ln, 1.0) for f, ln in ctx.key(ident).sites if f in ctx.code_fids]
             postings.append((float(self.opt["fill_name_weight"]), hits))
+        nw = float(self.opt.get("fill_number_weight", 0.0))
+        if nw > 0:
+            for num in claim.numbers:
+                sites: dict[tuple[int, int], None] = {}
+                for cand in num.candidates():
+                    for site in self.index.literals.get(_vkey(cand), ()):
+                        sites[site] = None
+                    if cand == int(cand) and abs(cand) >= 10:
+                        for site in self.index.chunk_sites.get(str(int(cand)), ()):
+                            if site[0] in ctx.code_fids:
+                                sites[site] = None
+                postings.append((nw, [(f, ln, 1.0) for f, ln in sites]))
         line_terms: dict[tuple[int, int], dict[int, float]] = defaultdict(dict)
         for i, (w, hits) in enumerate(postings):
             if not hits or len(hits) > cap:
@@ -247,6 +260,15 @@ class Retriever:
                 terms_here[i] = max(terms_here.get(i, 0.0), value)
         half = int(self.opt["fill_window"]) // 2
         rep = float(self.opt["fill_repeat"])
+        # file prior: the idf-weighted claim terms a file holds anywhere, against the best file
+        file_terms: dict[int, dict[int, float]] = defaultdict(dict)
+        for (fid, _), terms_here in line_terms.items():
+            ft = file_terms[fid]
+            for i, value in terms_here.items():
+                ft[i] = max(ft.get(i, 0.0), value)
+        file_score = {fid: sum(ft.values()) for fid, ft in file_terms.items()}
+        top = max(file_score.values(), default=0.0) or 1.0
+        boost = float(self.opt.get("fill_file_boost", 0.0))
         scored = []
         for fid, ln in line_terms:
             # distinct terms count fully, repeats of a term only by ``fill_repeat``
@@ -259,7 +281,7 @@ class Retriever:
                     else:
                         best[i] = value
             total += sum(best.values())
-            scored.append((total, fid, ln))
+            scored.append((total * (1.0 + boost * file_score[fid] / top), fid, ln))
         scored.sort(key=lambda x: (-x[0], x[1], x[2]))
         return scored
 
@@ -268,10 +290,21 @@ class Retriever:
         half = int(self.opt["fill_window"]) // 2
         out: list[tuple[int, int, int]] = []
         taken: set[tuple[int, int]] = set()
-        for _, fid, ln in self._windows(claim)[: int(self.opt["fill_max"])]:
+        decay = float(self.opt.get("fill_file_decay", 1.0))
+        limit = int(self.opt["fill_max"])
+        per_file: dict[int, int] = defaultdict(int)
+        heap = [(-score, fid, ln, 0) for score, fid, ln in self._windows(claim)]
+        heapq.heapify(heap)
+        while heap and len(out) < limit:
+            neg, fid, ln, seen = heapq.heappop(heap)
             if (fid, ln) in taken:
                 continue
+            if seen != per_file[fid]:  # the file gave windows since: its later ones weigh less
+                k = per_file[fid]
+                heapq.heappush(heap, (neg * decay ** (k - seen), fid, ln, k))
+                continue
             out.append((fid, ln - half + 1, ln + half))
+            per_file[fid] += 1
             taken.update((fid, k) for k in range(ln - half + 1, ln + half + 1))
         return out
 
@@ -539,6 +572,7 @@ def judge_llm(
     try:
         judgments = asyncio.run(all_saus())
     except LLMError as exc:
-        raise UserError(None, f"judge_settings[{name}]", client.redact(str(exc))) from None
+        setting = "llm_budget_usd" if exc.kind == "budget" else f"judge_settings[{name}]"
+        raise UserError(None, setting, client.redact(str(exc))) from None
     log.info("%s: %d SAUs: %s", name, len(saus), client.usage.line())
     return judgments

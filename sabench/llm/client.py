@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from sabench.errors import UserError
+from sabench.llm.budget import BudgetSpent, SpendLedger
 from sabench.llm.cache import LLMCache, cache_key
 from sabench.llm.pricing import call_cost
 from sabench.llm.settings import LLMSettings
@@ -69,8 +71,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 class LLMError(Exception):
     """A call that failed for good. ``kind``: rate_limit, server, timeout, connection, auth,
-    bad_request, config or other. ``fatal`` errors (auth, config) end the job: every other call
-    would fail the same way."""
+    bad_request, config, budget (the grid's spending cap, :mod:`sabench.llm.budget`) or other.
+    ``fatal`` errors (auth, config, budget) end the job: every other call would fail the same way."""
 
     def __init__(self, kind: str, message: str, attempts: int = 1) -> None:
         self.kind = kind
@@ -80,7 +82,14 @@ class LLMError(Exception):
 
     @property
     def fatal(self) -> bool:
-        return self.kind in ("auth", "config")
+        return self.kind in ("auth", "config", "budget")
+
+
+def stop_for_budget(exc: BaseException) -> None:
+    """Re-raise the grid's spent budget as a job-ending error: a run cut short by it must not be
+    recorded as finished, so that a rerun with a higher cap continues it (from the cache)."""
+    if isinstance(exc, LLMError) and exc.kind == "budget":
+        raise UserError(None, "llm_budget_usd", exc.message) from None
 
 
 @dataclass
@@ -207,6 +216,10 @@ class LLMClient:
         self.settings = settings
         self.cache = cache if cache is not None else LLMCache(settings.cache_path)
         self.usage = Usage()
+        try:
+            self.ledger = SpendLedger.from_env()
+        except BudgetSpent as exc:
+            raise LLMError("config", str(exc)) from None
         self._api_key: str | None = None
         self._secrets: list[str] = []
 
@@ -228,6 +241,14 @@ class LLMClient:
 
     def redact(self, text: str) -> str:
         return redact(text, self._secrets)
+
+    def _check_budget(self, attempt: int) -> None:
+        if self.ledger is None:
+            return
+        try:
+            self.ledger.check()
+        except BudgetSpent as exc:
+            raise LLMError("budget", str(exc), attempts=attempt - 1) from None
 
     def payload(
         self,
@@ -269,14 +290,19 @@ class LLMClient:
         attempts = 0
         while True:
             attempts += 1
-            self.usage.requests += 1
             try:
                 async with sem:
+                    # checked when the request is sent, not when it is queued: only the requests
+                    # in flight (at most `concurrency`) can pass the grid's cap
+                    self._check_budget(attempts)
+                    self.usage.requests += 1
                     t0 = time.monotonic()
                     response = await asyncio.wait_for(
                         litellm.acompletion(**kwargs), timeout=s.timeout_s + 5
                     )
                     return response, attempts, time.monotonic() - t0
+            except LLMError:
+                raise
             except Exception as exc:
                 kind, retry, retry_after = _classify(exc)
                 message = self.redact(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300]
@@ -360,6 +386,8 @@ class LLMClient:
         self.usage.completion_tokens += c_tok
         self.usage.cost_usd += cost
         self.usage.unpriced += 0 if known else 1
+        if self.ledger is not None:
+            self.ledger.add(cost, self.settings.model, p_tok, c_tok)
         if self.settings.cache:
             self.cache.put(
                 key,
