@@ -3,6 +3,8 @@ rule execute:
     input:
         submission=ancient(run_file("submission")),
         view=ancient(paper_file("agent_view")),
+        # rewritten by every agent run: a new submission is executed again
+        agent=run_file("agent.json"),
     output:
         executed=directory(run_file("executed")),
         record=run_file("execution.json"),

@@ -156,9 +156,8 @@ def _combine(parts: list[tuple[str, Outcome, Evidence | None]]) -> tuple[str, st
     lines = []
     evidence = []
     for label, outcome, ev in parts:
+        # a cached outcome reads the same (the row's `cached` says so): reruns give equal tables
         text = f"{label} {outcome.kind}: {outcome.detail}".rstrip()
-        if outcome.cached:
-            text += " [cached]"
         if outcome.tail and outcome.kind != "pass":
             text += f"\n--- output (tail) ---\n{outcome.tail}"
         lines.append(text)
