@@ -324,6 +324,44 @@ def test_retrieval_budget_and_ranking() -> None:
     assert bundle.contains("config.json", 4, 4) and not bundle.contains("config.json", 40, 41)
 
 
+def _fill_centres(root: Path, claim: str, **options: Any) -> list[tuple[str, int]]:
+    """(path, centre line) of the filling windows for one claim, best first."""
+    from sabench.judges.static import analyze_claim
+
+    index = build_index(root)
+    sau = {"sau_id": "x-D1-001", "dimension": "D1", "claim": claim}
+    r = Retriever(index, [sau], **options)
+    claim_obj = analyze_claim(sau, r.ctx.claim_df, r.ctx.n_claims)
+    return [(index.files[fid].path, ln) for _, fid, ln in r._windows(claim_obj)]
+
+
+def test_fill_windows_find_the_claims_numbers(tmp_path: Path) -> None:
+    """A number of the claim locates a window even where no word of the claim is (a bare literal,
+    an integer in a comment); other numbers do not."""
+    filler = ["pass"] * 30
+    (tmp_path / "train.py").write_text(
+        "\n".join(["import torch", *filler, "n = 512", *filler, "# 4096 rows per shard", *filler])
+        + "\n"
+    )
+    (tmp_path / "model.py").write_text("def forward(x):\n    return x * 7\n")
+    claim = "Batch size of 512 and a buffer of 4096"
+    on = _fill_centres(tmp_path, claim)
+    assert ("train.py", 32) in on and ("train.py", 63) in on
+    assert not any(path == "model.py" for path, _ in on)
+    off = _fill_centres(tmp_path, claim, fill_number_weight=0.0)
+    assert ("train.py", 32) not in off and ("train.py", 63) not in off
+
+
+def test_fill_windows_prefer_definitions_named_like_the_claim(tmp_path: Path) -> None:
+    """The same claim word on a ``def`` line outranks it in a plain statement."""
+    (tmp_path / "a.py").write_text("import math\n" + "\n" * 20 + "total = warmup_x + 1\n")
+    (tmp_path / "b.py").write_text("import math\n" + "\n" * 20 + "def warmup_y(k):\n    return k\n")
+    claim = "A linear warmup precedes the decay"
+    assert _fill_centres(tmp_path, claim)[0] == ("b.py", 22)
+    # without the definition weight the tie goes to the first file
+    assert _fill_centres(tmp_path, claim, fill_def_weight=1.0)[0] == ("a.py", 22)
+
+
 def test_fingerprint_covers_prompts_and_ignores_endpoint() -> None:
     patterns = JUDGE_SOURCES["llm"]
     files = {p.name for pat in patterns for p in PACKAGE_DIR.glob(pat)}

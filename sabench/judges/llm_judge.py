@@ -14,7 +14,6 @@ run are judged in one job, concurrently (``concurrency`` per model).
 from __future__ import annotations
 
 import asyncio
-import heapq
 import json
 import logging
 import math
@@ -42,20 +41,24 @@ DEFAULT_FAILURE = {
 #: Settings the judge reads itself (the rest configure the model endpoint, see LLMSettings).
 JUDGE_DEFAULTS: dict[str, Any] = {
     "code_only": False,  # no execution log or metrics in the prompt
-    "max_evidence_lines": 400,  # excerpt lines per SAU (the prompt's main cost)
+    "max_evidence_lines": 440,  # excerpt lines per SAU (the prompt's main cost)
     "context_lines": 3,  # lines around each retrieved hit
     "function_lines": 20,  # a hit inside a function this short shows the whole function
     "max_settings": 12,  # named settings listed per SAU
     "max_files": 40,  # files listed in the repository overview
     "log_tail_lines": 40,  # execution log lines for claims about results
-    "fill_window": 8,  # lines per extra window that fills the rest of the budget
+    "fill_window": 6,  # lines per extra window that fills the rest of the budget
     "fill_max": 200,  # extra windows considered per SAU
     "fill_term_cap": 0.05,  # terms on more than this share of the code's lines say little
     "fill_name_weight": 3.0,  # weight of an identifier the claim spells out (``hat_alpha``)
     "fill_repeat": 0.1,  # weight of a term's repeats in a window (distinct terms count 1)
+    "fill_number_weight": 1.0,  # weight of a number of the claim found as a literal (``512``)
+    "fill_def_weight": 2.0,  # factor for claim words on a ``def``/``class`` line
 }
 #: Identifiers spelled out in a claim's prose: snake_case or camelCase words.
 _IDENT_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
+#: A line that defines a function or class (Python, JS/TS, Julia, R-ish, shell functions).
+_DEF_RE = re.compile(r"\s*(?:async\s+)?(?:def|class|function)\s+\w")
 _RESULT_RE = re.compile(
     r"\b(achiev\w*|report\w*|results?|accuracy|outperform\w*|error rate|rmse|mae|mse|f1|auc|"
     r"bleu|rouge|perplexity|score[sd]?|converg\w*|table \d|figure \d|fig\. \d)\b",
@@ -189,14 +192,14 @@ class Retriever:
         settings, most specific first."""
         ctx = self.ctx
         claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)
-        spans: list[tuple[int, int, int]] = []
+        spans: list[tuple[int, int, int, bool]] = []
         try:
             outcome = self.judge.judge(claim)
-            spans.extend(outcome.evidence)
+            spans.extend((f, a, b, True) for f, a, b in outcome.evidence)
         except Exception:  # retrieval must not fail a judgment; the windows still work
             pass
         windows = ctx.windows(claim.terms)
-        spans.extend((w.fid, w.start, w.end) for w in windows[:3])
+        spans.extend((w.fid, w.start, w.end, True) for w in windows[:3])
         # settings holding the claim's numbers, whatever their names
         facts = []
         for num in claim.numbers:
@@ -204,13 +207,13 @@ class Retriever:
                 for fact in ctx.facts_by_value.get(_vkey(cand), [])[:4]:
                     fid = ctx.fid_of.get(fact.file)
                     if fid in ctx.code_fids:
-                        spans.append((fid, fact.line, fact.line))
+                        spans.append((fid, fact.line, fact.line, True))
                         facts.append(fact)
         # the lines that name the claim's identifiers and entities (first code sites)
         for name in [*claim.names, *claim.entities][:6]:
             for fid, ln in sorted(s for s in ctx.key(name).sites if s[0] in ctx.code_fids)[:2]:
-                spans.append((fid, ln, ln))
-        spans.extend((w.fid, w.start, w.end) for w in windows[3:])
+                spans.append((fid, ln, ln, True))
+        spans.extend((w.fid, w.start, w.end, True) for w in windows[3:])
         # named settings whose words fit the claim (config keys, argparse options, constants)
         words = {t for t in claim.terms if t not in GENERIC}
         ranked = []
@@ -220,14 +223,14 @@ class Retriever:
                 ranked.append((-overlap, fact.file, fact.line, fact))
         ranked.sort(key=lambda r: r[:3])
         settings = list(dict.fromkeys([*facts, *(r[3] for r in ranked)]))
-        out = [(fid, a, b, True) for fid, a, b in spans]
-        return out + [(fid, a, b, False) for fid, a, b in self._fill(claim)], settings
+        return spans + [(fid, a, b, False) for fid, a, b in self._fill(claim)], settings
 
     def _windows(self, claim: Any) -> list[tuple[float, int, int]]:
         """(score, file id, centre line) of every window where the claim's words meet, best first:
         each code, config, comment or docstring line scores the idf-weighted claim terms it holds
-        (identifiers written in the claim, ``hat_alpha``, count as names); a window
-        (``fill_window`` lines) scores its distinct terms, repeats only by ``fill_repeat``."""
+        (identifiers written in the claim, ``hat_alpha``, count as names; its numbers count where
+        the code has them as literals; terms on a ``def``/``class`` line weigh ``fill_def_weight``);
+        a window (``fill_window`` lines) scores its distinct terms, repeats only by ``fill_repeat``."""
         ctx = self.ctx
         n_lines = self._n_lines
         cap = float(self.opt["fill_term_cap"]) * n_lines + 50
@@ -237,14 +240,15 @@ class Retriever:
         for ident in dict.fromkeys(_IDENT_RE.findall(claim.text)):
             hits = [(f, ln, 1.0) for f, ln in ctx.key(ident).sites if f in ctx.code_fids]
             postings.append((float(self.opt["fill_name_weight"]), hits))
-        nw = float(self.opt.get("fill_number_weight", 0.0))
+        # the claim's numbers: literals in code and config, integers also where a comment says them
+        nw = float(self.opt["fill_number_weight"])
         if nw > 0:
             for num in claim.numbers:
                 sites: dict[tuple[int, int], None] = {}
                 for cand in num.candidates():
                     for site in self.index.literals.get(_vkey(cand), ()):
                         sites[site] = None
-                    if cand == int(cand) and abs(cand) >= 10:
+                    if math.isfinite(cand) and cand == int(cand) and abs(cand) >= 10:
                         for site in self.index.chunk_sites.get(str(int(cand)), ()):
                             if site[0] in ctx.code_fids:
                                 sites[site] = None
@@ -258,17 +262,16 @@ class Retriever:
                 value = w * idf * max(credit, 0.5)
                 terms_here = line_terms[(fid, ln)]
                 terms_here[i] = max(terms_here.get(i, 0.0), value)
+        # a line that defines a function or class with the claim's words names what follows
+        dw = float(self.opt["fill_def_weight"])
+        if dw != 1.0:
+            files = self.index.files
+            for (fid, ln), terms_here in line_terms.items():
+                if _DEF_RE.match(files[fid].lines[ln - 1]):
+                    for i in terms_here:
+                        terms_here[i] *= dw
         half = int(self.opt["fill_window"]) // 2
         rep = float(self.opt["fill_repeat"])
-        # file prior: the idf-weighted claim terms a file holds anywhere, against the best file
-        file_terms: dict[int, dict[int, float]] = defaultdict(dict)
-        for (fid, _), terms_here in line_terms.items():
-            ft = file_terms[fid]
-            for i, value in terms_here.items():
-                ft[i] = max(ft.get(i, 0.0), value)
-        file_score = {fid: sum(ft.values()) for fid, ft in file_terms.items()}
-        top = max(file_score.values(), default=0.0) or 1.0
-        boost = float(self.opt.get("fill_file_boost", 0.0))
         scored = []
         for fid, ln in line_terms:
             # distinct terms count fully, repeats of a term only by ``fill_repeat``
@@ -281,7 +284,7 @@ class Retriever:
                     else:
                         best[i] = value
             total += sum(best.values())
-            scored.append((total * (1.0 + boost * file_score[fid] / top), fid, ln))
+            scored.append((total, fid, ln))
         scored.sort(key=lambda x: (-x[0], x[1], x[2]))
         return scored
 
@@ -290,21 +293,10 @@ class Retriever:
         half = int(self.opt["fill_window"]) // 2
         out: list[tuple[int, int, int]] = []
         taken: set[tuple[int, int]] = set()
-        decay = float(self.opt.get("fill_file_decay", 1.0))
-        limit = int(self.opt["fill_max"])
-        per_file: dict[int, int] = defaultdict(int)
-        heap = [(-score, fid, ln, 0) for score, fid, ln in self._windows(claim)]
-        heapq.heapify(heap)
-        while heap and len(out) < limit:
-            neg, fid, ln, seen = heapq.heappop(heap)
+        for _, fid, ln in self._windows(claim)[: int(self.opt["fill_max"])]:
             if (fid, ln) in taken:
                 continue
-            if seen != per_file[fid]:  # the file gave windows since: its later ones weigh less
-                k = per_file[fid]
-                heapq.heappush(heap, (neg * decay ** (k - seen), fid, ln, k))
-                continue
             out.append((fid, ln - half + 1, ln + half))
-            per_file[fid] += 1
             taken.update((fid, k) for k in range(ln - half + 1, ln + half + 1))
         return out
 
