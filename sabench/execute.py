@@ -32,8 +32,8 @@ from sabench.sandbox import (
     ISOLATION_KEYS,
     Mount,
     SandboxSpec,
+    backend_choices,
     backend_label,
-    backend_names,
     get_backend,
 )
 from sabench.sandbox.gpu import GpuSampler, NoGpuError, allocate, nvidia_smi
@@ -94,17 +94,7 @@ def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
         value = merged[key]
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise UserError(None, f"runtime.{key}", f"must be a positive number, got {value!r}")
-    backends = merged["backend"]
-    single = isinstance(backends, str)
-    names = [backends] if single else list(backends or [])
-    allowed = backend_names() if single else [n for n in backend_names() if n != "auto"]
-    if not names or any(n not in allowed for n in names):
-        raise UserError(
-            None,
-            "runtime.backend",
-            f"must be one of {', '.join(backend_names())}, or a list of backends in order of "
-            f"preference; got {backends!r}",
-        )
+    backend_choices(merged["backend"])
     files = merged["metrics_files"]
     if isinstance(files, str):
         files = [files]

@@ -205,16 +205,33 @@ def _load(name: str) -> Sandbox:
     return getattr(importlib.import_module(module), cls)()
 
 
+def backend_choices(name: str | Sequence[str]) -> tuple[str, ...]:
+    """The backends ``runtime.backend`` names, in order of preference (``auto``: ``AUTO_ORDER``);
+    a one-line UserError for an unknown name or an empty list."""
+    if name == "auto":
+        return AUTO_ORDER
+    names = (name,) if isinstance(name, str) else tuple(name or ())
+    if not names:
+        raise UserError(None, "runtime.backend", "an empty list names no backend")
+    for candidate in names:
+        if candidate not in _REGISTRY:
+            raise UserError(
+                None,
+                "runtime.backend",
+                f"unknown backend {candidate!r}; choose one of {', '.join(backend_names())}, "
+                "or a list of them in order of preference",
+            )
+    return names
+
+
 def get_backend(name: str | Sequence[str]) -> Sandbox:
     """The backend called ``name``; a list: the first of those that works on this host (a cluster
     profile's ``[apptainer, bwrap]``); ``auto``: the first that works of ``AUTO_ORDER``, never local."""
+    order = backend_choices(name)
     if isinstance(name, str) and name != "auto":
-        _check_name(name)
         return _load(name)
-    order = AUTO_ORDER if name == "auto" else tuple(name)
     reasons = []
     for candidate in order:
-        _check_name(candidate)
         if _REGISTRY.get(candidate) is None:
             reasons.append(f"{candidate}: not implemented")
             continue
@@ -247,15 +264,6 @@ def backend_label(name: str | Sequence[str]) -> str:
     return name if isinstance(name, str) else ",".join(name)
 
 
-def _check_name(name: str) -> None:
-    if name not in _REGISTRY:
-        raise UserError(
-            None,
-            "runtime.backend",
-            f"unknown backend {name!r}; choose one of {', '.join(backend_names())}",
-        )
-
-
 __all__ = [
     "AUTO_ORDER",
     "ISOLATION_KEYS",
@@ -266,6 +274,7 @@ __all__ = [
     "RunResult",
     "Sandbox",
     "SandboxSpec",
+    "backend_choices",
     "backend_label",
     "backend_names",
     "get_backend",
