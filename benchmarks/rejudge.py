@@ -32,7 +32,7 @@ from sabench.contracts import DIMENSIONS  # noqa: E402
 from sabench.index import build_index  # noqa: E402
 from sabench.judges.static import judge_static  # noqa: E402
 from sabench.saus import import_sabench  # noqa: E402
-from sabench.scoring import agreement_metrics  # noqa: E402
+from sabench.stats import agreement_metrics  # noqa: E402
 
 Row = tuple[str, str, str, str, float, float, str, str]
 

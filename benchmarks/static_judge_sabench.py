@@ -25,45 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sabench.index import build_index
 from sabench.judges.static import judge_static
-
-LEVELS = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
-
-
-def to_level(x: np.ndarray) -> np.ndarray:
-    """Scores -> category 0..4 on SA-Bench's scale (nearest level)."""
-    return np.abs(np.asarray(x, dtype=float)[:, None] - LEVELS[None, :]).argmin(axis=1)
-
-
-def quadratic_kappa(a: np.ndarray, b: np.ndarray, k: int = 5) -> float:
-    """Cohen's kappa with quadratic weights between two ratings in categories 0..k-1."""
-    a = np.asarray(a, dtype=int)
-    b = np.asarray(b, dtype=int)
-    if len(a) == 0:
-        return float("nan")
-    observed = np.zeros((k, k))
-    np.add.at(observed, (a, b), 1)
-    observed /= observed.sum()
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    i, j = np.indices((k, k))
-    w = (i - j) ** 2 / (k - 1) ** 2
-    denom = (w * expected).sum()
-    return float(1 - (w * observed).sum() / denom) if denom > 0 else 0.0
-
-
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    def rank(x: np.ndarray) -> np.ndarray:
-        order = np.argsort(x, kind="mergesort")
-        ranks = np.empty(len(x))
-        ranks[order] = np.arange(len(x))
-        # average ties
-        _, inv, counts = np.unique(x, return_inverse=True, return_counts=True)
-        sums = np.bincount(inv, ranks)
-        return sums[inv] / counts[inv]
-
-    ra, rb = rank(np.asarray(a, float)), rank(np.asarray(b, float))
-    if ra.std() == 0 or rb.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
+from sabench.stats import agreement_metrics, snap, spearman
 
 
 def load_saus(path: Path) -> list[dict]:
@@ -105,17 +67,17 @@ def report(rows: list[tuple[str, str, str, str, float, float, str]]) -> dict[str
         rs = groups.get(name, [])
         if not rs:
             continue
-        pred = np.array([r[4] for r in rs])
-        ref = np.array([r[5] for r in rs])
-        lp, lr = to_level(pred), to_level(ref)
+        pred = [r[4] for r in rs]
+        ref = [r[5] for r in rs]
+        m = agreement_metrics(pred, ref)
         out[name] = {
-            "n": len(rs),
-            "kappa_qw": round(quadratic_kappa(lp, lr), 3),
-            "exact": round(float((lp == lr).mean()), 3),
-            "mae": round(float(np.abs(LEVELS[lp] - ref).mean()), 3),
-            "spearman": round(spearman(pred, ref), 3),
-            "mean_pred": round(float(LEVELS[lp].mean()), 3),
-            "mean_ref": round(float(ref.mean()), 3),
+            "n": m["n"],
+            "kappa_qw": round(m["kappa_quadratic"], 3),
+            "exact": round(m["exact_agreement"], 3),
+            "mae": round(m["mae"], 3),
+            "spearman": round(m["spearman"], 3),
+            "mean_pred": round(float(snap(pred).mean()), 3),
+            "mean_ref": round(float(np.mean(ref)), 3),
         }
     return out
 
@@ -214,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     print("agent scores (SA-Bench rule: dimension means -> paper -> mean over papers):")
     for name in names:
         print(f"  {name:28} static {ours[name]:.3f}  reference {theirs[name]:.3f}")
-    rho = spearman(np.array([ours[n] for n in names]), np.array([theirs[n] for n in names]))
+    rho = spearman([ours[n] for n in names], [theirs[n] for n in names])
     print(f"  rank correlation of the {len(names)} agents: {rho:.3f}")
     return 0
 

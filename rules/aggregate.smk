@@ -1,9 +1,13 @@
 rule aggregate:
-    """Every table of the grid under <results>/tables/."""
+    """The tables of every completed run of the configured grid under <results>/tables/; a run
+    narrowed by --config papers=/agents=/seeds= updates them (sabench.aggregate). When jobs fail,
+    the workflow's onerror tabulates what completed (sabench.lifecycle)."""
     input:
         judgments=all_runs(run_file("judgments.parquet")),
         saus=expand(paper_file("saus.parquet"), paper=SETTINGS.papers),
         papers=expand(paper_file("paper.json"), paper=SETTINGS.papers),
+        # tables that miss runs of the grid are rebuilt, after redoing those runs
+        incomplete=[INCOMPLETE_MARKER] if Path(INCOMPLETE_MARKER).is_file() else [],
     output:
         [result(f"tables/{table}.parquet") for table in TABLES],
         summary=result("tables/summary.md"),
@@ -17,14 +21,18 @@ rule aggregate:
         disk_mb=1000,
         runtime=30,
     params:
-        runs=SETTINGS.runs,
-        papers=SETTINGS.papers,
+        runs=SETTINGS.grid_runs,
+        papers=SETTINGS.grid_papers,
+        judges=SETTINGS.judges,
+        execute=EXECUTE,
     script:
         "../scripts/aggregate.py"
 
 
 rule report:
-    """Plots and a small HTML page; the figures also go into `snakemake --report`."""
+    """The drift explorer (sabench.report_site): index.html, a page per agent, paper and run under
+    site/ (code, logs, transcripts read from the run folders by path) and the figures; the
+    summary and the figures also go into `snakemake --report`."""
     input:
         [result(f"tables/{table}.parquet") for table in TABLES] + DRIFT_TABLES,
     output:
@@ -36,16 +44,25 @@ rule report:
             )
             for name in REPORT_FIGURES
         ],
-        index=result("report/index.html"),
+        index=report(
+            result("report/index.html"),
+            caption="../report/explorer.rst",
+            category="Explorer",
+        ),
+        site=directory(result("report/site")),
     log:
         result("logs/report.log"),
     localrule: True
     conda:
         "../envs/sabench.yaml"
     resources:
-        mem_mb=1000,
+        mem_mb=2000,
         disk_mb=1000,
         runtime=10,
+    params:
+        config_hash=hashlib.sha256(
+            json.dumps(SETTINGS.config, sort_keys=True, default=str).encode()
+        ).hexdigest()[:16],
     script:
         "../scripts/report.py"
 

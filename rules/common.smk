@@ -12,6 +12,7 @@ from sabench.grid import (
     LLM_OPERATIONAL_SETTINGS,
     SCHEDULING_KEYS,
     SAU_FILES,
+    configured_grid,
     execution_gpus,
     judge_fingerprint,
     judge_slug,
@@ -21,6 +22,15 @@ from sabench.grid import (
 try:
     SETTINGS = load_settings(
         config,
+        Path(workflow.basedir),
+        config_path="config (config/config.yaml + --config)",
+    )
+    # the tables cover the configured grid even when --config papers=/agents=/seeds= narrow it
+    configured_grid(
+        SETTINGS,
+        config,
+        workflow.configfiles,
+        dict(workflow.config_settings.config),
         Path(workflow.basedir),
         config_path="config (config/config.yaml + --config)",
     )
@@ -58,6 +68,10 @@ if SETTINGS.config.get("llm_budget_usd"):
         f"SABENCH_LLM_BUDGET_USD={float(SETTINGS.config['llm_budget_usd'])!r}"
         f" SABENCH_LLM_LEDGER={shlex.quote(str(_ledger))} {PYTHON}"
     )
+# Each job watches the snakemake that runs it and ends with it (its environment names it).
+from sabench.locks import mark_snakemake
+
+mark_snakemake()
 REPO = shlex.quote(workflow.basedir)
 SANDBOX_REQUIREMENTS = shlex.quote(str(Path(workflow.basedir) / "envs" / "sandbox.txt"))
 PAPERS_DIR = Path(workflow.basedir) / SETTINGS.config["papers_dir"]
@@ -75,8 +89,10 @@ TABLES = (
     "error_taxonomy",
     "judge_agreement",
     "judge_confusion",
+    "incomplete_runs",
 )
 REPORT_FIGURES = ("scores_by_agent", "verdicts", "heatmap")
+INCOMPLETE_MARKER = f"{R}/tables/.incomplete"  # sabench.aggregate.INCOMPLETE_MARKER
 
 
 wildcard_constraints:
@@ -244,5 +260,23 @@ def all_targets():
     return (
         [result(f"tables/{t}.parquet") for t in TABLES]
         + DRIFT_TABLES
-        + [result("report/index.html")]
+        + [result("report/index.html"), result("report/site")]
     )
+
+
+onstart:
+    from sabench.lifecycle import on_start
+
+    on_start(SETTINGS, workflow)
+
+
+onsuccess:
+    from sabench.lifecycle import on_end
+
+    on_end(SETTINGS, workflow, ok=True)
+
+
+onerror:
+    from sabench.lifecycle import on_end
+
+    on_end(SETTINGS, workflow, ok=False)

@@ -20,10 +20,11 @@ from typing import Any
 
 import pandas as pd
 
-from sabench import scoring
+from sabench import scoring, stats
 from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
 from sabench.errors import UserError
-from sabench.io import read_json, read_parquet_metadata, write_parquet
+from sabench.faults import fault_path, read_fault
+from sabench.io import read_json, read_parquet_metadata, write_parquet, write_text
 
 Run = tuple[str, str, str]
 
@@ -66,10 +67,17 @@ COVERAGE_COLUMNS = [
     "agent",
     "judge",
     "n_runs",
+    "n_runs_complete",
+    "n_runs_incomplete",
+    "incomplete_causes",
     "n_runs_failed_execution",
     "n_saus_judged",
     "n_saus_error",
 ]
+#: One row per run of the configured grid that has no current judgments of a judge (``judge``
+#: null: of any judge): the stage that did not complete, why (a fault cause of sabench.faults,
+#: ``failed``, ``not_run`` or ``stale``) and the one line a user needs.
+INCOMPLETE_COLUMNS = ["agent", "paper", "seed", "judge", "stage", "cause", "message"]
 TREE_COLUMNS = ["agent", "paper", "seed", "judge", "score", "n_leaves", "n_leaves_judged"]
 
 #: Every table ``aggregate`` writes, with its columns (``judgments``/``saus`` keep extra columns).
@@ -85,6 +93,7 @@ TABLES: dict[str, list[str]] = {
     "error_taxonomy": scoring.TAXONOMY_COLUMNS,
     "judge_agreement": scoring.AGREEMENT_COLUMNS,
     "judge_confusion": scoring.CONFUSION_COLUMNS,
+    "incomplete_runs": INCOMPLETE_COLUMNS,
 }
 _INT_COLUMNS = {
     "n_sections",
@@ -93,6 +102,8 @@ _INT_COLUMNS = {
     "n_error",
     "n_papers",
     "n_runs",
+    "n_runs_complete",
+    "n_runs_incomplete",
     "n_runs_failed_execution",
     "n_saus_judged",
     "n_saus_error",
@@ -111,6 +122,7 @@ _FLOAT_COLUMNS = {
     "kappa_quadratic",
     "spearman",
 }
+_BOOL_COLUMNS = {"few_papers"}
 
 
 # --------------------------------------------------------------------------- reading
@@ -209,10 +221,31 @@ def _run_row(root: Path, run: Run) -> dict[str, Any]:
     }
 
 
-def _read_judgments(root: Path, run: Run, sau_hash: str | None) -> pd.DataFrame:
-    """One run's judgments, refused when they were made against another SAU version of the paper."""
-    agent, paper, seed = run
-    path = root / "runs" / agent / paper / seed / "judgments.parquet"
+def _last_line(path: Path) -> str:
+    """The last non-empty line of a log: what a failed step said last."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, 2) - 4096))
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    return next((ln.strip() for ln in reversed(lines) if ln.strip()), "")[:500]
+
+
+def _why_missing(run_dir: Path, stage: str, log: Path) -> tuple[str, str]:
+    """(cause, message) of a stage whose output is absent: its fault record when that is the
+    newest word on it, ``failed`` when its job left a log, else ``not_run``."""
+    fault = read_fault(run_dir, stage)
+    fault_file = fault_path(run_dir, stage)
+    if fault and (not log.is_file() or fault_file.stat().st_mtime + 5 >= log.stat().st_mtime):
+        return str(fault.get("cause")), str(fault.get("message") or "")
+    if log.is_file():
+        return "failed", f"{log}: {_last_line(log)}"
+    return "not_run", ""
+
+
+def _judgment_frame(path: Path, run: Run) -> pd.DataFrame:
+    """A run's judgments file, checked against the folder it lies in."""
     frame = _read_table(path)
     missing = [c for c in JUDGMENT_COLUMNS if c not in frame.columns]
     if missing:
@@ -224,33 +257,113 @@ def _read_judgments(root: Path, run: Run, sau_hash: str | None) -> pd.DataFrame:
         other = set(frame[col].astype(str)) - {want}
         if other:
             raise UserError(path, col, f"rows name {sorted(other)[0]!r}, the folder {want!r}")
-    hashes = {h if isinstance(h, str) and h else None for h in frame["sau_set_hash"]}
-    stale = sorted(str(h) for h in hashes if h != sau_hash)
-    if stale:
-        raise UserError(
-            path,
-            "sau_set_hash",
-            f"judged against SAU set {stale[0]} but papers/{paper}/saus.parquet is {sau_hash}; "
-            "rerun its judges (SAU versions of one paper are never mixed)",
-        )
     return frame
+
+
+def _stale(frame: pd.DataFrame, sau_hash: str | None, submission_hash: str | None) -> str | None:
+    """Why judgments are not of the run as it is now (another SAU set, another submission)."""
+    hashes = {h if isinstance(h, str) and h else None for h in frame["sau_set_hash"]}
+    other = sorted(str(h) for h in hashes if h != sau_hash)
+    if other:
+        return (
+            f"judged against SAU set {other[0]}, the paper's is {sau_hash}; "
+            "rerun its judges (SAU versions of one paper are never mixed)"
+        )
+    subs = {h for h in frame["submission_hash"] if isinstance(h, str) and h}
+    if submission_hash and subs - {submission_hash}:
+        return f"judged submission {sorted(subs)[0]}, the run's is {submission_hash}"
+    return None
+
+
+def read_run_judgments(
+    root: Path,
+    run: Run,
+    sau_hash: str | None,
+    submission_hash: str | None,
+    judges: Sequence[str] | None,
+) -> tuple[list[pd.DataFrame], list[dict[str, Any]]]:
+    """The current judgments of one run, per judge, and a row for each judge that has none.
+
+    ``judgments.parquet`` (all judges, merged) is read when present; a judge it lacks is read from
+    its own ``judge/<judge>.parquet``, so that after a failed grid the judges that completed count.
+    ``judges`` None: every judge found."""
+    from sabench.grid import judge_slug
+
+    agent, paper, seed = run
+    folder = root / "runs" / agent / paper / seed
+    merged = folder / "judgments.parquet"
+    files = [merged] if merged.is_file() else []
+    if not files and judges is None:
+        files = sorted((folder / "judge").glob("*.parquet"))
+    by_judge: dict[str, tuple[pd.DataFrame, Path]] = {}
+    for path in files:
+        frame = _judgment_frame(path, run)
+        by_judge.update({str(j): (g, path) for j, g in frame.groupby("judge", sort=False)})
+    wanted = list(judges) if judges is not None else list(by_judge)
+    frames, incomplete = [], []
+    if not wanted:  # no judge named and none found: the run was never judged
+        cause, message = _why_missing(folder, "judge", folder / "logs" / "judgments.log")
+        return [], [_incomplete(run, None, "judge", cause, message)]
+    for judge in wanted:
+        frame, path = by_judge.get(judge, (None, folder / "judge" / f"{judge_slug(judge)}.parquet"))
+        if frame is None and path.is_file():
+            frame = _judgment_frame(path, run)
+        stage = f"judge-{judge_slug(judge)}"
+        if frame is None:
+            cause, message = _why_missing(folder, stage, folder / "logs" / f"{stage}.log")
+            incomplete.append(_incomplete(run, judge, stage, cause, message))
+            continue
+        why = _stale(frame, sau_hash, submission_hash) if not frame.empty else None
+        if why:
+            incomplete.append(_incomplete(run, judge, stage, "stale", f"{path}: {why}"))
+            continue
+        frames.append(frame)
+    return frames, incomplete
+
+
+def _incomplete(
+    run: Run, judge: str | None, stage: str, cause: str, message: str
+) -> dict[str, Any]:
+    agent, paper, seed = run
+    return {
+        "agent": agent,
+        "paper": paper,
+        "seed": seed,
+        "judge": judge,
+        "stage": stage,
+        "cause": cause,
+        "message": message,
+    }
 
 
 # --------------------------------------------------------------------------- derived tables
 
 
-def coverage(runs: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
-    """Per agent and judge: runs in the grid, runs whose execution did not end ``ok``, SAUs scored
-    and SAUs with an ``error`` verdict (excluded from the scores, so reported here)."""
-    if judgments.empty:
+def coverage(
+    runs: pd.DataFrame,
+    judgments: pd.DataFrame,
+    grid: Sequence[Run] | None = None,
+    judges: Sequence[str] | None = None,
+    incomplete: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Per agent and judge: runs in the grid, runs with current judgments and those without (with
+    their causes, ``cause=count``), runs whose execution did not end ``ok``, SAUs scored and SAUs
+    with an ``error`` verdict (excluded from the scores, so reported here)."""
+    grid = (
+        list(grid)
+        if grid is not None
+        else list(runs[["agent", "paper", "seed"]].itertuples(index=False, name=None))
+    )
+    incomplete = incomplete if incomplete is not None else pd.DataFrame(columns=INCOMPLETE_COLUMNS)
+    judge_names = list(judges) if judges is not None else []
+    judge_names = list(
+        dict.fromkeys([*judge_names, *judgments.get("judge", pd.Series(dtype=str)).unique()])
+    )
+    if not grid or not judge_names:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     failed = runs["execution_status"].notna() & (runs["execution_status"] != "ok")
-    per_agent = (
-        runs.assign(failed=failed)
-        .groupby("agent")
-        .agg(n_runs=("seed", "size"), n_runs_failed_execution=("failed", "sum"))
-    )
-    is_error = scoring.claim_scores(judgments).isna()
+    n_failed = runs.assign(failed=failed).groupby("agent")["failed"].sum()
+    is_error = scoring.claim_scores(judgments).isna() if not judgments.empty else pd.Series()
     counts = (
         judgments.assign(is_error=is_error.to_numpy())
         .groupby(["agent", "judge"])
@@ -258,10 +371,40 @@ def coverage(runs: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
             n_saus_judged=("is_error", lambda s: int((~s).sum())),
             n_saus_error=("is_error", "sum"),
         )
-        .reset_index()
+        if not judgments.empty
+        else pd.DataFrame(columns=["n_saus_judged", "n_saus_error"])
     )
-    out = counts.merge(per_agent, left_on="agent", right_index=True, how="left")
-    return out[COVERAGE_COLUMNS].sort_values(["agent", "judge"]).reset_index(drop=True)
+    n_grid: dict[str, int] = {}
+    for agent, _, _ in grid:
+        n_grid[agent] = n_grid.get(agent, 0) + 1
+    rows = []
+    for agent in dict.fromkeys(a for a, _, _ in grid):
+        for judge in judge_names:
+            mine = incomplete[
+                (incomplete["agent"] == agent)
+                & (incomplete["judge"].isna() | (incomplete["judge"] == judge))
+            ]
+            per_run = mine.drop_duplicates(["paper", "seed"])
+            causes = per_run["cause"].value_counts()
+            n_incomplete = len(per_run)
+            got = counts.loc[(agent, judge)] if (agent, judge) in counts.index else None
+            rows.append(
+                {
+                    "agent": agent,
+                    "judge": judge,
+                    "n_runs": n_grid[agent],
+                    "n_runs_complete": n_grid[agent] - n_incomplete,
+                    "n_runs_incomplete": n_incomplete,
+                    "incomplete_causes": ", ".join(
+                        f"{c}={int(n)}" for c, n in sorted(causes.items())
+                    ),
+                    "n_runs_failed_execution": int(n_failed.get(agent, 0)),
+                    "n_saus_judged": int(got["n_saus_judged"]) if got is not None else 0,
+                    "n_saus_error": int(got["n_saus_error"]) if got is not None else 0,
+                }
+            )
+    out = pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
+    return out.sort_values(["agent", "judge"]).reset_index(drop=True)
 
 
 def tree_scores(saus: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
@@ -308,6 +451,8 @@ def _typed(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
             frame[col] = values.astype("Int64" if values.isna().any() else "int64")
         elif col in _FLOAT_COLUMNS:
             frame[col] = pd.to_numeric(frame[col]).astype(float)
+        elif col in _BOOL_COLUMNS:
+            frame[col] = frame[col].astype(bool)
         elif frame.empty and frame[col].dtype == object:
             frame[col] = frame[col].astype("string")
     return frame.reset_index(drop=True)
@@ -321,29 +466,72 @@ def aggregate(
     runs: Iterable[tuple[str, str, str | int]],
     papers: Iterable[str],
     out_tables: Path,
+    *,
+    judges: Sequence[str] | None = None,
+    execute: bool | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """Read every input of the grid, compute the tables, write ``out_tables/<name>.parquet``.
+    """Tabulate every run of the grid that completed; name the others; write the tables.
 
-    Raises UserError (naming the file) on a missing or malformed input and when a run was judged
-    against another SAU version of its paper than ``papers/{paper}/saus.parquet``.
+    ``runs`` and ``papers``: the configured grid. A run counts for a judge when its agent record,
+    its execution record (``execute``: required; None: optional) and that judge's current
+    judgments are there; every other run of the grid, and every paper whose ingest or SAU import
+    did not complete, gets a row of ``incomplete_runs`` and is left out of every score. So one
+    broken paper or one provider outage costs those runs only, and a one-paper rerun updates the
+    grid's tables instead of replacing them. ``judges`` None: whatever judgments are there.
+    Raises UserError (naming the file) when a file that is there is malformed.
     """
     results_root, out_tables = Path(results_root), Path(out_tables)
     grid: list[Run] = [(str(a), str(p), str(s)) for a, p, s in runs]
     paper_list = list(dict.fromkeys([*papers, *(p for _, p, _ in grid)]))
 
-    paper_rows, sau_frames, hashes = [], [], {}
+    paper_rows, sau_frames, hashes, broken = [], [], {}, {}
     for paper in paper_list:
+        folder = results_root / "papers" / paper
+        logs = results_root / "logs"
+        if not (folder / "paper.json").is_file():
+            broken[paper] = (
+                "ingest",
+                *_why_missing(folder, "ingest", logs / "ingest" / f"{paper}.log"),
+            )
+            continue
+        if not (folder / "saus.parquet").is_file():
+            broken[paper] = ("saus", *_why_missing(folder, "saus", logs / "saus" / f"{paper}.log"))
+            continue
         row, saus, sau_hash = _read_paper(results_root, paper)
         paper_rows.append(row)
         sau_frames.append(saus)
         hashes[paper] = sau_hash
-    run_rows = [_run_row(results_root, run) for run in grid]
-    judgment_frames = [_read_judgments(results_root, run, hashes[run[1]]) for run in grid]
+    run_rows: list[dict[str, Any]] = []
+    judgment_frames: list[pd.DataFrame] = []
+    incomplete: list[dict[str, Any]] = []
+    for run in grid:
+        agent, paper, seed = run
+        folder = results_root / "runs" / agent / paper / seed
+        if paper in broken:
+            stage, cause, message = broken[paper]
+            incomplete.append(_incomplete(run, None, stage, cause, message))
+            continue
+        if not (folder / "agent.json").is_file():
+            cause, message = _why_missing(folder, "reproduce", folder / "agent.log")
+            incomplete.append(_incomplete(run, None, "reproduce", cause, message))
+            continue
+        row = _run_row(results_root, run)
+        run_rows.append(row)
+        if execute and not (folder / "execution.json").is_file():
+            cause, message = _why_missing(folder, "execute", folder / "execution.log")
+            incomplete.append(_incomplete(run, None, "execute", cause, message))
+            continue
+        frames, missing = read_run_judgments(
+            results_root, run, hashes[paper], row["submission_hash"], judges
+        )
+        judgment_frames += frames
+        incomplete += missing
 
     papers_t = pd.DataFrame(paper_rows, columns=PAPER_COLUMNS)
     saus_t = _concat(sau_frames, TABLES["saus"])
     runs_t = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
     judgments_t = _concat(judgment_frames, JUDGMENT_COLUMNS)
+    incomplete_t = pd.DataFrame(incomplete, columns=INCOMPLETE_COLUMNS)
     by_run = scoring.run_scores(judgments_t)
     agreement, confusion = scoring.agreement(judgments_t)
     tables = {
@@ -353,11 +541,12 @@ def aggregate(
         "judgments": judgments_t,
         "scores_by_run": by_run,
         "scores_by_agent": scoring.agent_scores(by_run),
-        "coverage": coverage(runs_t, judgments_t),
+        "coverage": coverage(runs_t, judgments_t, grid, judges, incomplete_t),
         "tree_scores": tree_scores(saus_t, judgments_t),
         "error_taxonomy": scoring.error_taxonomy(judgments_t),
         "judge_agreement": agreement,
         "judge_confusion": confusion,
+        "incomplete_runs": incomplete_t,
     }
     tables = {name: _typed(frame, TABLES[name]) for name, frame in tables.items()}
     for name, frame in tables.items():
@@ -365,14 +554,50 @@ def aggregate(
     return tables
 
 
+#: Left in the tables folder while the tables miss runs of the grid; an input of the aggregate
+#: rule while it exists (rules/aggregate.smk), so that the next run of the workflow rebuilds the
+#: tables and, to do so, redoes the runs that did not complete (Snakemake alone would not: the
+#: tables are there and newer than every input that is).
+INCOMPLETE_MARKER = ".incomplete"
+
+
+def write_tables(
+    results_root: Path,
+    runs: Iterable[tuple[str, str, str | int]],
+    papers: Iterable[str],
+    *,
+    judges: Sequence[str] | None = None,
+    execute: bool | None = None,
+) -> str:
+    """The tables and ``summary.md`` under ``<results>/tables`` (the aggregate rule, and the
+    workflow's onerror after a failed job); returns the summary."""
+    out = Path(results_root) / "tables"
+    tables = aggregate(results_root, runs, papers, out, judges=judges, execute=execute)
+    summary = summary_markdown(tables)
+    write_text(out / "summary.md", summary)
+    marker = out / INCOMPLETE_MARKER
+    n_incomplete = len(tables["incomplete_runs"].drop_duplicates(["agent", "paper", "seed"]))
+    if n_incomplete:
+        write_text(
+            marker,
+            f"{n_incomplete} run(s) of the grid are not complete (incomplete_runs.parquet); "
+            "the next run of the workflow redoes them and rebuilds these tables.\n",
+        )
+    else:
+        marker.unlink(missing_ok=True)
+    return summary
+
+
 def discover(results_root: Path) -> tuple[list[Run], list[str]]:
-    """Runs (folders holding a judgments.parquet) and papers (holding a saus.parquet), sorted."""
+    """Runs (the folders runs/<agent>/<paper>/<seed>) and papers (the folders papers/<paper>) of a
+    results folder, sorted: what a standalone aggregation takes for the grid."""
     results_root = Path(results_root)
     runs = sorted(
-        tuple(p.relative_to(results_root / "runs").parts[:3])
-        for p in results_root.glob("runs/*/*/*/judgments.parquet")
+        tuple(p.relative_to(results_root / "runs").parts)
+        for p in results_root.glob("runs/*/*/*")
+        if p.is_dir()
     )
-    papers = sorted(p.parent.name for p in results_root.glob("papers/*/saus.parquet"))
+    papers = sorted(p.name for p in results_root.glob("papers/*") if p.is_dir())
     return [(a, p, s) for a, p, s in runs], papers
 
 
@@ -384,39 +609,87 @@ def _fmt(score: float, low: float, high: float) -> str:
     return f"{score:.3f} [{low:.2f}, {high:.2f}]"
 
 
+def _cell(row: pd.Series) -> str:
+    text = _fmt(row["score"], row["ci_low"], row["ci_high"])
+    return f"{text} {stats.FEW_PAPERS_MARK}" if row["few_papers"] and text != "–" else text
+
+
+#: How many incomplete runs summary.md lists one by one (all are in ``incomplete_runs``).
+MAX_LISTED = 20
+
+
+def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
+    """What did not complete, by stage and cause, then run by run (left out of every score)."""
+    if incomplete.empty:
+        return []
+    n_runs = len(incomplete.drop_duplicates(["agent", "paper", "seed"]))
+    lines = [
+        "### Not complete",
+        "",
+        f"{n_runs} run(s) of the grid have no current judgments of at least one judge; they are "
+        "left out of every score above. Faults (outside the agent's control) are never scores: "
+        "fix the cause and run the same command again to redo them.",
+        "",
+        "| stage | cause | runs |",
+        "|---|---|---|",
+    ]
+    groups = incomplete.groupby(["stage", "cause"], sort=True)
+    for (stage, cause), group in groups:
+        n = len(group.drop_duplicates(["agent", "paper", "seed"]))
+        lines.append(f"| {stage} | {cause} | {n} |")
+    lines.append("")
+    for item in incomplete.head(MAX_LISTED).itertuples(index=False):
+        message = f": {item.message}" if item.message else ""
+        lines.append(
+            f"- `{item.agent}/{item.paper}/{item.seed}` {item.stage}: {item.cause}{message}"
+        )
+    if len(incomplete) > MAX_LISTED:
+        lines.append(f"- ... {len(incomplete) - MAX_LISTED} more in `incomplete_runs.parquet`")
+    lines.append("")
+    return lines
+
+
 def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
     """Scores by agent x dimension for each judge (95% bootstrap CI over papers), plus coverage."""
     scores = tables.get("scores_by_agent", pd.DataFrame(columns=scoring.AGENT_SCORE_COLUMNS))
     cov = tables.get("coverage", pd.DataFrame(columns=COVERAGE_COLUMNS))
-    if scores.empty:
+    incomplete = tables.get("incomplete_runs", pd.DataFrame(columns=INCOMPLETE_COLUMNS))
+    if scores.empty and incomplete.empty:
         return "No scores: no run was judged.\n"
     lines: list[str] = []
-    dims = [d for d in scoring.DIMENSION_ORDER if d in set(scores["dimension"])]
-    for judge in sorted(scores["judge"].unique()):
+    dims = [d for d in scoring.DIMENSION_ORDER if d in set(scores["dimension"])] or ["overall"]
+    for judge in sorted({*scores["judge"], *cov["judge"]}):
         sub = scores[scores["judge"] == judge]
         lines += [f"### Judge `{judge}`", ""]
-        lines.append("| agent | " + " | ".join(dims) + " | papers | SAUs judged | errors |")
-        lines.append("|---" * (len(dims) + 4) + "|")
-        for agent in sorted(sub["agent"].unique()):
+        lines.append(
+            "| agent | " + " | ".join(dims) + " | papers | runs complete | SAUs judged | errors |"
+        )
+        lines.append("|---" * (len(dims) + 5) + "|")
+        for agent in sorted({*sub["agent"], *cov.loc[cov["judge"] == judge, "agent"]}):
             rows = sub[sub["agent"] == agent].set_index("dimension")
-            cells = [
-                _fmt(*rows.loc[d, ["score", "ci_low", "ci_high"]]) if d in rows.index else "–"
-                for d in dims
-            ]
+            cells = [_cell(rows.loc[d]) if d in rows.index else "–" for d in dims]
             n_papers = int(rows.loc["overall", "n_papers"]) if "overall" in rows.index else 0
             c = cov[(cov["agent"] == agent) & (cov["judge"] == judge)]
             judged = int(c["n_saus_judged"].iloc[0]) if len(c) else 0
             errors = int(c["n_saus_error"].iloc[0]) if len(c) else 0
+            done = (
+                f"{int(c['n_runs_complete'].iloc[0])}/{int(c['n_runs'].iloc[0])}" if len(c) else "–"
+            )
             name = str(agent).replace("|", "\\|")
             lines.append(
-                f"| {name} | " + " | ".join(cells) + f" | {n_papers} | {judged} | {errors} |"
+                f"| {name} | "
+                + " | ".join(cells)
+                + f" | {n_papers} | {done} | {judged} | {errors} |"
             )
         lines.append("")
+    lines += _incomplete_markdown(incomplete)
     lines.append(
         "Scores: SA-Bench's rule (mean claim score per dimension, overall = mean of dimensions; "
         "seeds averaged within a paper, then papers), 95% bootstrap CI over papers. "
         "`error` verdicts are excluded and counted."
     )
+    if any(stats.FEW_PAPERS_MARK in line for line in lines):
+        lines.append(stats.FEW_PAPERS_NOTE)
     return "\n".join(lines) + "\n"
 
 

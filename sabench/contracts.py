@@ -1,4 +1,4 @@
-"""The data contracts shared by every stage (see ARCHITECTURE.md, "Data contracts").
+"""The data contracts shared by every stage (see docs/architecture.md, "Data contracts").
 
 Column names here are relied upon by users' scripts: change them only on purpose.
 """
@@ -36,6 +36,8 @@ EXECUTION_STATUSES = (
     "no_reproduce_script",
     "sandbox_error",
 )
+#: What the agent did (scored). An infrastructure fault is no status of a record: the step leaves
+#: ``faults/<stage>.json`` instead and the run stays incomplete (sabench.faults).
 AGENT_STATUSES = ("replayed", "empty", "missing_source", "submitted", "limit", "error")
 
 SAU_COLUMNS = (

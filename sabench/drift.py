@@ -33,7 +33,6 @@ share of the other SAUs of the run whose score changed. Standalone::
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
 import math
@@ -1071,20 +1070,25 @@ def drift_results(
 def main(argv: list[str] | None = None) -> int:
     """Drift injection on one submission, or (``--results``) on the runs of a results folder."""
     from sabench.io import write_parquet
-    from sabench.steps import step
+    from sabench.steps import ArgumentParser, json_object, step
 
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser = ArgumentParser(description=main.__doc__)
     parser.add_argument("submission", type=Path, nargs="?", help="a submission folder")
     parser.add_argument("--saus", type=Path, help="the paper's saus.parquet (with SUBMISSION)")
     parser.add_argument("--results", type=Path, help="a results folder (instead of SUBMISSION)")
     parser.add_argument("--runs", nargs="*", default=[], help="agent/paper/seed (with --results)")
     parser.add_argument("--judges", default="static", help="comma-separated judges")
-    parser.add_argument("--settings", type=json.loads, default={}, help="judge settings (JSON)")
+    parser.add_argument("--settings", type=json_object, default={}, help="judge settings (JSON)")
     parser.add_argument("--max-per-run", type=int, default=4)
     parser.add_argument("--min-reference-score", type=float, default=0.75)
     parser.add_argument("--out", type=Path, required=True, help="the drift_injection Parquet")
     args = parser.parse_args(argv)
     judges = [(j, args.settings.get(j, {})) for j in args.judges.split(",") if j]
+    from sabench.grid import judge_available
+
+    for name, _ in judges:
+        if not judge_available(name):
+            parser.error(f"argument --judges: unknown judge {name!r}")
     with step(None, "drift") as log:
         if args.results:
             runs = [tuple(r.split("/")) for r in args.runs]

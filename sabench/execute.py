@@ -10,7 +10,6 @@ Standalone: ``python -m sabench.execute SUBMISSION --agent-view DIR --out DIR [-
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import hashlib
 import json
@@ -27,6 +26,7 @@ from typing import Any
 from sabench import __version__
 from sabench.contracts import EXECUTION_STATUSES
 from sabench.errors import UserError
+from sabench.faults import FAULT_EXIT, clear_fault, fault_path, record_fault
 from sabench.io import atomic_path, write_json, write_text
 from sabench.sandbox import (
     ISOLATION_KEYS,
@@ -39,13 +39,13 @@ from sabench.sandbox import (
 from sabench.sandbox.gpu import GpuSampler, NoGpuError, allocate, nvidia_smi
 from sabench.sandbox.gpu import normalize_request as normalize_gpu_request
 from sabench.sandbox.pyenv import ensure_sandbox_env
-from sabench.steps import step
+from sabench.steps import ArgumentParser, json_object, step
 
 log = logging.getLogger("sabench.execute")
 
 REPRODUCE_SCRIPT = "reproduce.sh"
 PAPER_TARGET = "/paper"
-#: ``execution.json`` has exactly these keys (ARCHITECTURE.md, "Execution record").
+#: ``execution.json`` has exactly these keys (docs/architecture.md, "Data contracts").
 RECORD_KEYS = (
     "status",
     "exit_code",
@@ -268,6 +268,20 @@ def _record(**values: Any) -> dict[str, Any]:
     return record
 
 
+def _finish(record_path: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Write the execution record; a sandbox fault leaves a fault record instead (sabench.faults):
+    it says nothing of the submission, so the run stays incomplete until it is executed again."""
+    if record["status"] == "sandbox_error":
+        record_fault(
+            record_path.parent, "execute", "sandbox_error", record["message"], record=record
+        )
+        record_path.unlink(missing_ok=True)
+    else:
+        clear_fault(record_path.parent, "execute")
+        write_json(record_path, record)
+    return record
+
+
 def execute_run(
     submission: Path,
     executed: Path,
@@ -299,8 +313,7 @@ def execute_run(
             log_bytes=0,
             message=why,
         )
-        write_json(record_path, record)
-        return record
+        return _finish(record_path, record)
     backend = get_backend(cfg["backend"])
     if cfg["python_env"] is None and backend.needs_python_env:
         raise UserError(
@@ -330,8 +343,7 @@ def execute_run(
             log_bytes=0,
             message=str(exc),
         )
-        write_json(record_path, record)
-        return record
+        return _finish(record_path, record)
 
 
 def _execute_in_sandbox(
@@ -400,8 +412,7 @@ def _execute_in_sandbox(
         if sampler is not None
         else ({"ids": gpu_ids, "count": len(gpu_ids)} if gpu_ids else None),
     )
-    write_json(record_path, record)
-    return record
+    return _finish(record_path, record)
 
 
 def _default_python_env() -> str | None:
@@ -414,13 +425,13 @@ def _default_python_env() -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one submission and print its record; the workflow's execute rule calls this too."""
-    parser = argparse.ArgumentParser(prog="python -m sabench.execute", description=__doc__)
+    parser = ArgumentParser(prog="python -m sabench.execute", description=__doc__)
     parser.add_argument("submission", type=Path)
     parser.add_argument("--agent-view", type=Path, required=True, help="shown read-only at /paper")
     parser.add_argument(
         "--out", type=Path, required=True, help="gets executed/, execution.json/.log"
     )
-    parser.add_argument("--settings", type=json.loads, default={}, help="runtime settings (JSON)")
+    parser.add_argument("--settings", type=json_object, default={}, help="runtime settings (JSON)")
     parser.add_argument("--backend")
     parser.add_argument("--python-env")
     parser.add_argument(
@@ -446,7 +457,9 @@ def main(argv: list[str] | None = None) -> int:
             settings[key] = getattr(args, key)
     settings.setdefault("backend", "auto")
     settings["python_env"] = settings.get("python_env") or _default_python_env()
-    with step(None, "execute"):
+    from sabench.locks import job_guard
+
+    with step(None, "execute"), job_guard(args.out, "execute"):
         if args.requirements and settings["python_env"]:
             ensure_sandbox_env(settings["python_env"], args.requirements)
         record = execute_run(
@@ -457,6 +470,14 @@ def main(argv: list[str] | None = None) -> int:
             args.out / "execution.log",
             settings,
         )
+    if record["status"] == "sandbox_error":
+        print(
+            f"fault: execute: sandbox_error: {record['message']} (recorded in "
+            f"{fault_path(args.out, 'execute')}; not scored: run the same command again once the "
+            "cause is fixed)",
+            file=sys.stderr,
+        )
+        return FAULT_EXIT
     if args.quiet:
         print(f"{args.out}: {record['status']} in {record['wall_s']}s ({record['backend']})")
     else:

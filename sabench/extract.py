@@ -2,8 +2,9 @@
 
 The paper is cut into chunks (at headings, then paragraphs); for every chunk and dimension the model
 lists checkable claims, each with a verbatim quote and whether it is the paper's own or cited prior
-work (``templates/extract_D1.j2`` .. ``extract_D4.j2``). Every quote is looked up in the paper text
-(exactly, else fuzzily with rapidfuzz); SAUs whose quote is not found are dropped (or kept with
+work (``templates/extract_D1.j2`` .. ``extract_D4.j2``). Every SAU is grounded as curated ones are
+(:mod:`sabench.grounding`, the quote required): its quote found in the paper text with the quote's
+numbers, and the claim's numbers in the paper; SAUs not grounded are dropped (or kept with
 ``grounded = false``), claims about cited work are kept apart, near-duplicates (same numbers, nearly
 the same words) are merged, and the rest become SAUs in the curated schema with origin
 ``llm:<model>`` and ids ``<paper>-<D>-<nnn>`` in the order of their quotes in the paper.
@@ -14,7 +15,6 @@ cache makes the retry cheap.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sabench.contracts import DIMENSION_NAMES, DIMENSIONS
+from sabench.grounding import PaperText, ground, normalize, number_keys
 
 log = logging.getLogger("sabench.extract")
 
@@ -99,7 +100,7 @@ class Report:
 
 
 # --------------------------------------------------------------------------------------------
-# Chunks and grounding
+# Chunks and duplicates
 # --------------------------------------------------------------------------------------------
 
 _HEADING = re.compile(r"^#{1,6}\s+\S")
@@ -150,45 +151,6 @@ def chunk_paper(text: str, chunk_chars: int = 12000) -> list[Chunk]:
     return chunks
 
 
-_TRANS = str.maketrans(
-    {"“": '"', "”": '"', "‘": "'", "’": "'", "–": "-", "—": "-", "−": "-", "\u00a0": " "}
-)
-
-
-def normalize(text: str) -> str:
-    """Lowercase, plain quotes and dashes, no markdown emphasis, single spaces."""
-    text = text.translate(_TRANS).lower()
-    text = re.sub(r"[*_`]+", "", text)
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def locate(quote: str, norm_text: str, min_score: float = 90.0) -> tuple[float, int]:
-    """(match score 0-100, position in ``norm_text``) of a quote; (0, -1) when not found.
-    Exact after normalisation, else rapidfuzz's best partial alignment (quotes of 12+ chars)."""
-    q = normalize(quote).strip("\"' .")
-    if not q:
-        return 0.0, -1
-    pos = norm_text.find(q)
-    if pos >= 0:
-        return 100.0, pos
-    if len(q) < 12:
-        return 0.0, -1
-    from rapidfuzz import fuzz
-
-    al = fuzz.partial_ratio_alignment(q, norm_text, score_cutoff=min_score)
-    if al is None:
-        return 0.0, -1
-    # a near match must still hold the quote's numbers (0.5 is not 0.05)
-    found = _numbers(norm_text[max(0, al.dest_start - 5) : al.dest_end + 5])
-    if not _numbers(q) <= found:
-        return 0.0, -1
-    return float(al.score), int(al.dest_start)
-
-
-def _numbers(text: str) -> frozenset[str]:
-    return frozenset(re.findall(r"\d+(?:\.\d+)?(?:e-?\d+)?", text.lower()))
-
-
 def merge_duplicates(units: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     """Drop units that repeat an earlier one of the same dimension: the same numbers and nearly the
     same words (token sort ratio >= 85), or the same quote. The first (by position) stays."""
@@ -202,7 +164,7 @@ def merge_duplicates(units: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
             if k["dimension"] != u["dimension"]:
                 continue
             same_quote = normalize(k["source"]) == normalize(u["source"])
-            similar = _numbers(k["claim"]) == _numbers(u["claim"]) and (
+            similar = number_keys(k["claim"]) == number_keys(u["claim"]) and (
                 fuzz.token_sort_ratio(normalize(k["claim"]), normalize(u["claim"])) >= 85
             )
             if similar or (same_quote and fuzz.token_set_ratio(k["claim"], u["claim"]) >= 85):
@@ -252,7 +214,7 @@ def extract_saus(
 ) -> tuple[list[dict[str, Any]], Report]:
     """SAU rows (the curated schema, origin ``llm:<model>``) extracted from a paper's text."""
     from sabench.llm import LLMClient, LLMSettings
-    from sabench.saus import _row
+    from sabench.saus import sau_row
 
     opt = {**OPTIONS_DEFAULTS, **(options or {})}
     model = extractor.split(":", 1)[1] if extractor.startswith("llm:") else extractor
@@ -279,15 +241,21 @@ def extract_saus(
 
     results = asyncio.run(run_all())
     report = Report()
-    norm_text = normalize(text)
+    paper_text = PaperText(text)
     candidates: list[dict[str, Any]] = []
     for (chunk, dim), result in zip(jobs, results, strict=True):
         if result.value is None:
             raise RuntimeError(f"chunk {chunk.index + 1} ({dim}): {result.error}")
         for unit in result.value.units[: int(opt["max_per_chunk"]) * 2]:
             report.proposed[dim] = report.proposed.get(dim, 0) + 1
-            _score, pos = locate(unit.quote, norm_text, float(opt["min_quote_score"]))
-            grounded = pos >= 0
+            found = ground(
+                unit.claim,
+                unit.quote,
+                paper_text,
+                require_quote=True,
+                min_score=float(opt["min_quote_score"]),
+            )
+            grounded, pos = found.grounded, found.pos
             label = f"{dim}: {unit.claim[:100]}"
             if not grounded:
                 report.ungrounded.append(label)
@@ -304,7 +272,7 @@ def extract_saus(
                     "source": " ".join(unit.quote.split()),
                     "grounded": grounded,
                     "category": CITED if unit.attribution == "cited" else OWN,
-                    "pos": pos if pos >= 0 else len(norm_text),
+                    "pos": pos if pos >= 0 else len(paper_text.norm),
                 }
             )
     candidates.sort(key=lambda u: (DIMENSIONS.index(u["dimension"]), u["pos"], u["claim"]))
@@ -315,7 +283,7 @@ def extract_saus(
         counters[u["dimension"]] = counters.get(u["dimension"], 0) + 1
         report.kept[u["dimension"]] = counters[u["dimension"]]
         rows.append(
-            _row(
+            sau_row(
                 paper,
                 sau_id=f"{paper}-{u['dimension']}-{counters[u['dimension']]:03d}",
                 dimension=u["dimension"],
@@ -357,16 +325,16 @@ def extract_paper(
 def main(argv: list[str] | None = None) -> int:
     from sabench.errors import UserError
     from sabench.llm import LLMError
-    from sabench.steps import step
+    from sabench.steps import ArgumentParser, json_object, step
 
-    parser = argparse.ArgumentParser(description="Extract the SAUs of one paper with an LLM.")
+    parser = ArgumentParser(description="Extract the SAUs of one paper with an LLM.")
     parser.add_argument("paper_dir", type=Path, help="the paper's folder (its name is the id)")
     parser.add_argument("--text", type=Path, required=True, help="the ingested paper.md")
     parser.add_argument("--meta", type=Path, help="the ingested paper.json (for the title)")
     parser.add_argument("--out", type=Path, required=True, help="saus.parquet to write")
     parser.add_argument("--extractor", required=True, help="llm:<model>")
-    parser.add_argument("--settings", type=json.loads, default={}, help="model settings (JSON)")
-    parser.add_argument("--options", type=json.loads, default={}, help="saus_extraction (JSON)")
+    parser.add_argument("--settings", type=json_object, default={}, help="model settings (JSON)")
+    parser.add_argument("--options", type=json_object, default={}, help="saus_extraction (JSON)")
     args = parser.parse_args(argv)
     with step(None, "saus_extract"):
         try:

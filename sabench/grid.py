@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from sabench.errors import UserError
+from sabench.errors import UserError, parse_error
 
 PAPER_FILES = ("paper.md", "paper.pdf")
 SAU_FILES = ("saus.yaml", "saus.yml", "saus.json", "sau.json", "rubric.json")
@@ -82,6 +82,10 @@ class Settings:
     runs: list[tuple[str, str, str]] = field(default_factory=list)
     #: runs whose submissions the drift rule mutates (empty unless drift_injection)
     drift_runs: list[tuple[str, str, str]] = field(default_factory=list)
+    #: the grid the tables cover (:func:`configured_grid`): ``runs`` and ``papers`` unless the
+    #: command line narrowed them
+    grid_runs: list[tuple[str, str, str]] = field(default_factory=list)
+    grid_papers: list[str] = field(default_factory=list)
 
     @property
     def results(self) -> str:
@@ -98,7 +102,14 @@ def _load_yaml(path: Path, what: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise UserError(path, None, f"cannot parse: {str(exc).splitlines()[0]}") from None
+        raise parse_error(path, exc) from None
+
+
+def check_yaml_syntax(path: str | Path) -> None:
+    """A UserError with the line and column when ``path`` is there and is not YAML: the Snakefile
+    checks its config file first, since Snakemake's own message names neither."""
+    if Path(path).is_file():
+        _load_yaml(Path(path), "config file")
 
 
 @cache
@@ -129,6 +140,78 @@ def validate(data: Any, schema_name: str, path: str | Path) -> None:
                 key=lambda e: (-len(e.absolute_path), e.validator in ("type", "enum")),
             )
         raise UserError(path, _field(err), err.message)
+
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
+
+
+def _json_type_ok(value: Any, types: list[str]) -> bool:
+    kind = _JSON_TYPES.get(type(value))
+    return kind in types or (kind == "integer" and "number" in types)
+
+
+def coerce_to_schema(value: Any, schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """``value`` converted to the types ``schema`` asks for, where it is not already one of them.
+
+    Snakemake's ``--config`` types a top-level value only as int, float or ``True``/``False`` and
+    leaves everything nested a string (``seeds=[0, 1]`` -> ``['0', '1']``,
+    ``runtime='{time_limit_s: 60}'`` -> ``{'time_limit_s': '60'}``). Here a string becomes its YAML
+    scalar (``60``, ``true``, ``null``) when the schema accepts that type, as it would have in a
+    config file; a number becomes a string where
+    only strings are allowed, and an array also takes ``a,b`` or a single value. Values of the config
+    files are already typed and pass unchanged; what still does not fit is left for validation to
+    report.
+    """
+    root = schema if root is None else root
+    if "$ref" in schema:
+        target: Any = root
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    alternatives = schema.get("oneOf") or schema.get("anyOf")
+    if alternatives:
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(root)
+        rest = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
+        for alternative in alternatives:
+            candidate = coerce_to_schema(value, {**rest, **alternative}, root)
+            if validator.evolve(schema={**rest, **alternative}).is_valid(candidate):
+                return candidate
+        return value
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else list(types or [])
+    if isinstance(value, dict):
+        if types and "object" not in types:
+            return value
+        out = {}
+        for key, item in value.items():
+            sub = schema.get("properties", {}).get(key)
+            if sub is None:
+                patterns = schema.get("patternProperties", {})
+                sub = next((s for p, s in patterns.items() if re.search(p, str(key))), None)
+            if sub is None and isinstance(schema.get("additionalProperties"), dict):
+                sub = schema["additionalProperties"]
+            out[key] = coerce_to_schema(item, sub, root) if sub else item
+        return out
+    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    if isinstance(value, list):
+        return [coerce_to_schema(v, items, root) for v in value] if items else value
+    if "array" in types and not _json_type_ok(value, types):
+        parts = [p.strip() for p in value.split(",")] if isinstance(value, str) else [value]
+        return [coerce_to_schema(p, items, root) for p in parts if p != ""]
+    if isinstance(value, str) and types != ["string"]:
+        try:
+            typed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if not isinstance(typed, (str, list, dict)) and (
+            _json_type_ok(typed, types) if types else "enum" in schema and typed in schema["enum"]
+        ):
+            return typed
+    elif types and not _json_type_ok(value, types) and "string" in types:
+        return str(value)
+    return value
 
 
 def fill_defaults(data: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -258,7 +341,9 @@ def agent_seeds(agent: dict[str, Any], default: list[int]) -> list[str]:
 
 
 def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "config") -> Settings:
-    """Validate ``config`` (as Snakemake merged it) and build the grid."""
+    """Validate ``config`` (as Snakemake merged it, ``--config`` values typed by the schema) and
+    build the grid."""
+    config = coerce_to_schema(config, _schema("config.schema.yaml"))
     validate(config, "config.schema.yaml", config_path)
     config = fill_defaults(config, _schema("config.schema.yaml"))
     all_agents = _benchmark_data(config, workdir, config_path)
@@ -320,7 +405,44 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
         judges=judges,
         runs=runs,
         drift_runs=_drift_runs(config, agents, runs, config_path),
+        grid_runs=list(runs),
+        grid_papers=list(wanted_papers),
     )
+
+
+#: Config keys that choose the grid's runs: given on the command line, they narrow what runs now,
+#: not what the tables cover.
+GRID_KEYS = ("papers", "agents", "seeds")
+
+
+def configured_grid(
+    settings: Settings,
+    merged: dict[str, Any],
+    config_files: list[str | Path],
+    command_line: dict[str, Any],
+    workdir: Path,
+    config_path: str = "config",
+) -> None:
+    """Set ``settings.grid_runs`` / ``grid_papers``: the grid of the config files (with every other
+    command-line setting), plus what the command line asked for.
+
+    A ``--config papers=P`` run is a subset: it runs P's jobs, and the tables it writes still cover
+    every completed run of the configured grid (``sabench.aggregate``), so a one-paper rerun updates
+    the grid's tables instead of replacing them by one paper's."""
+    narrowed = [key for key in GRID_KEYS if key in command_line]
+    if not narrowed:
+        return
+    from_files: dict[str, Any] = {}
+    for path in config_files:
+        data = _load_yaml(Path(path), "config file")
+        if isinstance(data, dict):
+            from_files.update({k: data[k] for k in GRID_KEYS if k in data})
+    full = {k: v for k, v in merged.items() if k not in narrowed}
+    full.update({k: from_files[k] for k in narrowed if k in from_files})
+    whole = load_settings(full, workdir, config_path)
+    runs = set(whole.runs)
+    settings.grid_runs = whole.runs + [r for r in settings.runs if r not in runs]
+    settings.grid_papers = list(dict.fromkeys([*whole.papers, *settings.papers]))
 
 
 def _drift_runs(

@@ -7,16 +7,19 @@ rubrics, so the folder that gets mounted into a sandbox never holds what the jud
 
 from __future__ import annotations
 
-import argparse
 import hashlib
+import logging
 import re
 import shutil
 import sys
 import unicodedata
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sabench.errors import UserError
 from sabench.io import atomic_path, write_json, write_text
+from sabench.steps import ArgumentParser, command
 
 PAPER_FILES = ("paper.md", "paper.pdf")
 #: Files of a paper folder that only judges may see; never staged into the agent's view.
@@ -55,12 +58,26 @@ def read_markdown(path: Path) -> str:
         raise UserError(path, None, f"cannot read: {exc.strerror}") from None
 
 
+@contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """pypdf logs what it repairs or gives up on ("EOF marker not found"): the error raised here
+    says it once, and a repaired file needs no warning."""
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def pdf_title(path: Path) -> str | None:
     """The PDF's own /Title metadata, more reliable than its first extracted line."""
     from pypdf import PdfReader
 
     try:
-        meta = PdfReader(path).metadata
+        with _quiet_pypdf():
+            meta = PdfReader(path).metadata
         title = (meta.title or "").strip() if meta else ""
     except Exception:
         return None
@@ -73,16 +90,17 @@ def read_pdf(path: Path) -> str:
     from pypdf.errors import PdfReadError
 
     try:
-        reader = PdfReader(path)
-        if reader.is_encrypted:
-            try:
-                if not reader.decrypt(""):
-                    raise UserError(path, None, "encrypted PDF; give a decrypted copy")
-            except UserError:
-                raise
-            except Exception:
-                raise UserError(path, None, "encrypted PDF; give a decrypted copy") from None
-        pages = [page.extract_text() or "" for page in reader.pages]
+        with _quiet_pypdf():
+            reader = PdfReader(path)
+            if reader.is_encrypted:
+                try:
+                    if not reader.decrypt(""):
+                        raise UserError(path, None, "encrypted PDF; give a decrypted copy")
+                except UserError:
+                    raise
+                except Exception:
+                    raise UserError(path, None, "encrypted PDF; give a decrypted copy") from None
+            pages = [page.extract_text() or "" for page in reader.pages]
     except UserError:
         raise
     except (PdfReadError, ValueError, OSError, KeyError, TypeError) as exc:
@@ -182,21 +200,18 @@ def stage_agent_view(paper_dir: Path, text: str, agent_view: Path) -> None:
                 shutil.copy2(item, tmp / "assets" / item.name)
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paper_dir", type=Path)
     parser.add_argument("--out", type=Path, required=True, help="folder for paper.md, paper.json")
     args = parser.parse_args(argv)
-    try:
-        meta = ingest_paper(
-            args.paper_dir,
-            args.out / "paper.md",
-            args.out / "paper.json",
-            args.out / "agent_view",
-        )
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    meta = ingest_paper(
+        args.paper_dir,
+        args.out / "paper.md",
+        args.out / "paper.json",
+        args.out / "agent_view",
+    )
     print(
         f"{meta['paper']}: {meta['title']} ({meta['n_chars']} chars, {len(meta['sections'])} sections)"
     )

@@ -14,17 +14,44 @@ from typing import Any
 from sabench import SCHEMA_VERSION, __version__
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it (``/proc/self/status``); elsewhere set and
+    restored at once (another thread creating a file in that instant would get mode 022)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def output_mode(*, directory: bool = False) -> int:
+    """The mode a plain ``open``/``mkdir`` would give: 0666 (0777 for a folder) less the umask.
+    mkstemp/mkdtemp make 0600/0700 whatever the umask, which would hide every output from the
+    rest of a cluster group."""
+    return (0o777 if directory else 0o666) & ~current_umask()
+
+
 @contextmanager
 def atomic_path(path: str | Path, *, directory: bool = False) -> Iterator[Path]:
-    """Yield a temporary sibling of ``path``; rename it onto ``path`` only on success."""
+    """Yield a temporary sibling of ``path``; rename it onto ``path`` only on success. It has the
+    mode of a plain new file or folder (the umask's, see :func:`output_mode`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{path.name}.tmp-"
     if directory:
         tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=path.parent))
+        os.chmod(tmp, output_mode(directory=True))
     else:
         fd, name = tempfile.mkstemp(prefix=prefix, dir=path.parent)
-        os.close(fd)
+        try:
+            os.fchmod(fd, output_mode())
+        finally:
+            os.close(fd)
         tmp = Path(name)
     try:
         yield tmp

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Iterable
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench.contracts import JUDGMENT_COLUMNS, Judgment
+from sabench.faults import Fault, clear_fault, exit_for_fault
 from sabench.io import read_json, read_parquet_metadata, write_parquet
 
 
@@ -138,18 +138,44 @@ def merge_judgments(
     return len(frame)
 
 
+def _judge_name(name: str) -> str:
+    from sabench.grid import IMPLEMENTED_JUDGES, judge_available
+
+    if not judge_available(name):
+        known = ", ".join(IMPLEMENTED_JUDGES)
+        raise argparse.ArgumentTypeError(f"unknown judge {name!r}: one of {known} or llm:<model>")
+    return name
+
+
+def _run_folder(text: str) -> Path:
+    path = Path(text)
+    if not (path / "agent.json").is_file():
+        raise argparse.ArgumentTypeError(
+            f"{text}: not a run folder (no agent.json; results/runs/<agent>/<paper>/<seed>)"
+        )
+    return path
+
+
+def _existing_file(text: str) -> Path:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text}: not found")
+    return Path(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Judge one run folder with one judge; the workflow's judge rule calls this too."""
-    from sabench.steps import step
+    from sabench.steps import ArgumentParser, json_object, step
 
-    parser = argparse.ArgumentParser(description="Judge one run folder with one judge.")
-    parser.add_argument("run_dir", type=Path, help="results/runs/<agent>/<paper>/<seed>")
-    parser.add_argument("--saus", type=Path, required=True, help="the paper's saus.parquet")
-    parser.add_argument("--judge", default="static")
-    parser.add_argument("--settings", type=json.loads, default={}, help="judge settings (JSON)")
+    parser = ArgumentParser(description="Judge one run folder with one judge.")
+    parser.add_argument("run_dir", type=_run_folder, help="results/runs/<agent>/<paper>/<seed>")
+    parser.add_argument(
+        "--saus", type=_existing_file, required=True, help="the paper's saus.parquet"
+    )
+    parser.add_argument("--judge", type=_judge_name, default="static")
+    parser.add_argument("--settings", type=json_object, default={}, help="judge settings (JSON)")
     parser.add_argument(
         "--operational",
-        type=json.loads,
+        type=json_object,
         default={},
         help="by judge name, the settings that change how calls are made, not what is judged "
         "(api_base, ...); kept apart so that the workflow reruns no judge when they change (JSON)",
@@ -163,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         "(default: <results>/papers/<paper>/agent_view next to the run)",
     )
     parser.add_argument(
-        "--runtime", type=json.loads, default={}, help="sandbox settings for checks (JSON)"
+        "--runtime", type=json_object, default={}, help="sandbox settings for checks (JSON)"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     args = parser.parse_args(argv)
@@ -174,19 +200,27 @@ def main(argv: list[str] | None = None) -> int:
     if view is None and len(args.run_dir.resolve().parents) > 3:
         guess = args.run_dir.resolve().parents[3] / "papers" / args.run_dir.parent.name
         view = guess / "agent_view" if (guess / "agent_view").is_dir() else None
-    with step(None, "judge"):
-        rows = judge_run(
-            args.judge,
-            {**args.settings, **args.operational.get(args.judge, {})},
-            args.fingerprint,
-            args.run_dir / "submission",
-            args.run_dir / "execution.json",
-            args.run_dir / "agent.json",
-            args.saus,
-            out,
-            agent_view=view,
-            runtime=args.runtime,
-        )
+    stage = f"judge-{judge_slug(args.judge)}"
+    from sabench.locks import job_guard
+
+    with step(None, "judge"), job_guard(args.run_dir, stage):
+        try:
+            rows = judge_run(
+                args.judge,
+                {**args.settings, **args.operational.get(args.judge, {})},
+                args.fingerprint,
+                args.run_dir / "submission",
+                args.run_dir / "execution.json",
+                args.run_dir / "agent.json",
+                args.saus,
+                out,
+                agent_view=view,
+                runtime=args.runtime,
+            )
+        except Fault as fault:
+            out.unlink(missing_ok=True)  # an older run's judgments are no judgments of this one
+            return exit_for_fault(args.run_dir, stage, fault, judge=args.judge)
+        clear_fault(args.run_dir, stage)
     verdicts: dict[str, int] = {}
     for row in rows:
         verdicts[row["verdict"]] = verdicts.get(row["verdict"], 0) + 1

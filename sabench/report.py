@@ -1,30 +1,27 @@
-"""Plots and a one-page HTML report from the result tables.
+"""Plots and the report (the drift explorer of sabench.report_site) from the result tables.
 
 Uses matplotlib's object API with the Agg canvas (never pyplot), so it needs no display, leaves the
 process's backend alone and is safe in a worker. Output is deterministic: sizes depend only on the
-data, PNGs carry no timestamp or version, and ``index.html`` embeds the very same PNG bytes, so a rerun
+data, PNGs carry no timestamp or version, and the summary embeds the very same PNG bytes, so a rerun
 on unchanged tables gives byte-identical files (Snakemake sees nothing changed).
 
-Standalone: ``python -m sabench.report --tables results/tables --out results/report``.
+Standalone: ``python -m sabench.report --tables results/tables --out results/report`` (the run
+folders are read from the tables folder's parent, or ``--results``).
 """
 
 from __future__ import annotations
 
-import argparse
-import base64
-import html
 import math
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from sabench.drift import DRIFT_SUMMARY_COLUMNS, drift_summary
-from sabench.io import atomic_path, write_text
+from sabench.io import atomic_path
 from sabench.scoring import DIMENSION_ORDER, OVERALL
+from sabench.steps import ArgumentParser, command
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -56,8 +53,9 @@ DIMENSION_COLORS = {
 _RC = {
     "svg.hashsalt": "sabench",
     "font.family": "DejaVu Sans",
-    "font.size": 9,
-    "axes.titlesize": 10,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "legend.fontsize": 9,
     "figure.dpi": 100,
 }
 _DPI = 100
@@ -104,14 +102,16 @@ def _judges(*frames: pd.DataFrame) -> list[str]:
 
 
 def plot_scores_by_agent(scores: pd.DataFrame, path: Path) -> Path:
-    """Grouped bars agent x dimension with the bootstrap CI, one panel per judge."""
+    """Grouped bars agent x dimension with the bootstrap CI, one panel per judge. Each bar is
+    labelled with its score (a zero is a visible line at 0, "n/a" marks no score)."""
     judges = _judges(scores)
     agents = sorted(scores["agent"].astype(str).unique()) if judges else []
     dims = [d for d in DIMENSION_ORDER if judges and d in set(scores["dimension"])]
-    width = min(14.0, max(6.0, 0.22 * len(agents) * max(len(dims), 1) + 2.5))
-    fig, axes = _figure(width, 3.2 * max(len(judges), 1), max(len(judges), 1))
+    width = min(16.0, max(7.0, 0.38 * len(agents) * max(len(dims), 1) + 3.0))
+    fig, axes = _figure(width, 3.8 * max(len(judges), 1), max(len(judges), 1))
     if not judges:
         _no_data(axes[0, 0], "scores")
+    labelled = len(agents) * len(dims) <= 60
     for ax, judge in zip(axes[:, 0], judges, strict=False):
         sub = scores[scores["judge"] == judge]
         x = np.arange(len(agents))
@@ -121,20 +121,33 @@ def plot_scores_by_agent(scores: pd.DataFrame, path: Path) -> Path:
             score = rows["score"].to_numpy(dtype=float)
             low = np.clip(score - rows["ci_low"].to_numpy(dtype=float), 0, None)
             high = np.clip(rows["ci_high"].to_numpy(dtype=float) - score, 0, None)
-            ax.bar(
+            color = DIMENSION_COLORS.get(dim, "#757575")
+            bars = ax.bar(
                 x + (i - (len(dims) - 1) / 2) * bar,
                 np.nan_to_num(score),
                 bar,
                 yerr=np.nan_to_num(np.vstack([low, high])),
                 capsize=2,
                 label=dim,
-                color=DIMENSION_COLORS.get(dim, "#757575"),
+                color=color,
+                edgecolor=color,
+                linewidth=1.5,
             )
+            if labelled:
+                ax.bar_label(
+                    bars,
+                    labels=["n/a" if math.isnan(v) else f"{v:.2f}" for v in score],
+                    fontsize=8,
+                    rotation=90,
+                    padding=3,
+                )
         ax.set_xticks(x, agents, rotation=20 if len(agents) > 3 else 0, ha="right")
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(-0.03, 1.25 if labelled else 1.05)
+        ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+        ax.axhline(0, color="#424242", linewidth=0.8)
         ax.set_ylabel("score")
         ax.set_title(f"judge: {judge}")
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     _save(fig, path)
     return path
 
@@ -148,12 +161,14 @@ def _stacked(ax: Axes, shares: pd.DataFrame, colors: dict[str, str], title: str)
     for i, col in enumerate(shares.columns):
         values = shares[col].to_numpy(dtype=float)
         color = colors.get(col, palette[i % len(palette)])
-        ax.bar(shares.index.astype(str), values, 0.7, bottom=bottom, label=col, color=color)
+        bars = ax.bar(shares.index.astype(str), values, 0.7, bottom=bottom, label=col, color=color)
+        labels = [f"{v:.0%}" if v >= 0.08 else "" for v in values]  # room for the text only
+        ax.bar_label(bars, labels=labels, label_type="center", fontsize=8, color="white")
         bottom += values
     ax.set_ylim(0, 1.0)
     ax.set_ylabel("share")
     ax.set_title(title)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     if len(shares.index) > 3:
         ax.tick_params(axis="x", labelrotation=20)
 
@@ -198,8 +213,8 @@ def plot_heatmap(by_run: pd.DataFrame, path: Path) -> Path:
     overall = by_run[by_run["dimension"] == OVERALL] if judges else by_run
     agents = sorted(overall["agent"].astype(str).unique()) if judges else []
     papers = sorted(overall["paper"].astype(str).unique()) if judges else []
-    width = max(5.0, 0.45 * len(papers) + 3.5)
-    height = max(2.5, 0.35 * len(agents) + 1.8)
+    width = max(5.0, 0.6 * len(papers) + 4.0)
+    height = max(3.0, 0.45 * len(agents) + 2.2)
     fig, axes = _figure(width, height * max(len(judges), 1), max(len(judges), 1))
     if not judges:
         _no_data(axes[0, 0], "runs")
@@ -213,8 +228,8 @@ def plot_heatmap(by_run: pd.DataFrame, path: Path) -> Path:
         )
         values = np.ma.masked_invalid(grid.to_numpy(dtype=float))
         image = ax.imshow(values, cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_xticks(range(len(papers)), papers, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(len(agents)), agents, fontsize=7)
+        ax.set_xticks(range(len(papers)), papers, rotation=45, ha="right", fontsize=9)
+        ax.set_yticks(range(len(agents)), agents, fontsize=9)
         if len(agents) * len(papers) <= 400:
             for (i, j), v in np.ndenumerate(grid.to_numpy(dtype=float)):
                 if not math.isnan(v):
@@ -224,7 +239,7 @@ def plot_heatmap(by_run: pd.DataFrame, path: Path) -> Path:
                         f"{v:.2f}",
                         ha="center",
                         va="center",
-                        fontsize=6,
+                        fontsize=8,
                         color="white" if v < 0.5 else "black",
                     )
         ax.set_title(f"overall score ({judge})")
@@ -233,120 +248,18 @@ def plot_heatmap(by_run: pd.DataFrame, path: Path) -> Path:
     return path
 
 
-# --------------------------------------------------------------------------- HTML
-
-
-def _html_table(frame: pd.DataFrame, columns: Sequence[str]) -> str:
-    if frame.empty:
-        return "<p>(none)</p>"
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = []
-    for _, row in frame[list(columns)].iterrows():
-        cells = []
-        for value in row:
-            if isinstance(value, float):
-                text = "–" if math.isnan(value) else f"{value:.3f}"
-            else:
-                text = "–" if value is None or value is pd.NA else str(value)
-            cells.append(f"<td>{html.escape(text)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def _confusion_html(confusion: pd.DataFrame) -> str:
-    """Per judge: reference verdict (rows) x the judge's verdict (columns), counts."""
-    parts = []
-    for judge, sub in confusion.groupby("judge", sort=True):
-        grid = sub.pivot_table(
-            index="reference_verdict",
-            columns="judge_verdict",
-            values="count",
-            aggfunc="sum",
-            fill_value=0,
-        )
-        grid = grid.reset_index().rename(columns={"reference_verdict": f"reference \\ {judge}"})
-        grid.columns = [str(c) for c in grid.columns]
-        parts.append(_html_table(grid, list(grid.columns)))
-    return "".join(parts)
-
-
-def render_html(tables: dict[str, pd.DataFrame], images: Sequence[Path]) -> str:
-    """A self-contained page: the score tables and the PNGs inlined as data URIs."""
-    scores = _table(tables, "scores_by_agent")
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>sabench report</title>',
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em}"
-        "table{border-collapse:collapse;font-size:13px;margin:0.5em 0}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-        "th{background:#f3f3f3}img{max-width:100%}</style></head><body>",
-        "<h1>sabench report</h1>",
-        "<p>Semantic drift between papers and their reproductions. Scores follow SA-Bench's rule "
-        "(mean claim score per dimension; overall = mean of dimensions; seeds averaged within a "
-        "paper, then papers), with a 95% bootstrap CI over papers. <code>error</code> verdicts are "
-        "excluded from scores and counted under coverage.</p>",
-        "<h2>Scores by agent</h2>",
-        _html_table(
-            scores, ["agent", "judge", "dimension", "score", "ci_low", "ci_high", "n_papers"]
-        ),
-        "<h2>Coverage</h2>",
-        _html_table(
-            _table(tables, "coverage"),
-            [
-                "agent",
-                "judge",
-                "n_runs",
-                "n_runs_failed_execution",
-                "n_saus_judged",
-                "n_saus_error",
-            ],
-        ),
-    ]
-    agreement = _table(tables, "judge_agreement")
-    if not agreement.empty:
-        parts += [
-            "<h2>Agreement with the reference judge</h2>",
-            _html_table(
-                agreement,
-                [
-                    "judge",
-                    "dimension",
-                    "n",
-                    "exact_agreement",
-                    "mae",
-                    "kappa_quadratic",
-                    "spearman",
-                ],
-            ),
-        ]
-    confusion = _table(tables, "judge_confusion")
-    if not confusion.empty:
-        parts += ["<h2>Verdicts against the reference judge</h2>", _confusion_html(confusion)]
-    drift = _table(tables, "drift_injection")
-    if not drift.empty:
-        parts += [
-            "<h2>Drift injection</h2>",
-            "<p>One known drift per mutant, tied to one SAU. Recall: share of mutants whose broken "
-            "SAU's score drops; false alarms: share of the other SAUs whose score changes.</p>",
-            _html_table(drift_summary(drift), list(DRIFT_SUMMARY_COLUMNS)),
-        ]
-    trees = _table(tables, "tree_scores")
-    if not trees.empty:
-        parts += [
-            "<h2>PaperBench tree scores</h2>",
-            _html_table(trees, ["agent", "paper", "seed", "judge", "score", "n_leaves_judged"]),
-        ]
-    for image in images:
-        data = base64.b64encode(Path(image).read_bytes()).decode("ascii")
-        name = html.escape(Path(image).stem.replace("_", " "))
-        parts.append(f'<h2>{name}</h2><img alt="{name}" src="data:image/png;base64,{data}">')
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
-
-
-def make_report(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
-    """Write the three PNGs and ``index.html`` into ``out_dir``; returns their paths."""
+def make_report(
+    tables: dict[str, pd.DataFrame],
+    out_dir: Path,
+    results: Path | None = None,
+    config_hash: str | None = None,
+) -> list[Path]:
+    """Write the three PNGs, ``index.html`` and the explorer's ``site/`` into ``out_dir``; returns
+    their paths. ``results`` is the results root whose run folders give the code, logs and
+    transcripts of the run pages (without it, those pages show the tables only)."""
     from matplotlib import rc_context
+
+    from sabench.report_site import build_site
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -359,9 +272,8 @@ def make_report(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
             plot_verdicts(taxonomy, out_dir / IMAGES[1]),
             plot_heatmap(by_run, out_dir / IMAGES[2]),
         ]
-    index = out_dir / "index.html"
-    write_text(index, render_html(tables, images))
-    return [*images, index]
+    index, site = build_site(tables, out_dir, results, images, config_hash)
+    return [*images, index, site]
 
 
 def read_tables(folder: Path) -> dict[str, pd.DataFrame]:
@@ -369,15 +281,22 @@ def read_tables(folder: Path) -> dict[str, pd.DataFrame]:
     return {p.stem: pd.read_parquet(p) for p in sorted(Path(folder).glob("*.parquet"))}
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Plot the result tables into a report folder.")
+    parser = ArgumentParser(description="Plot the result tables into a report folder.")
     parser.add_argument("--tables", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--results",
+        type=Path,
+        help="results root with the run folders (default: the tables folder's parent)",
+    )
     args = parser.parse_args(argv)
     if not args.tables.is_dir():
         print(f"error: {args.tables}: not a folder of tables", file=sys.stderr)
         return 2
-    for path in make_report(read_tables(args.tables), args.out):
+    results = args.results or args.tables.resolve().parent
+    for path in make_report(read_tables(args.tables), args.out, results):
         print(path)
     return 0
 

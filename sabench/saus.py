@@ -11,7 +11,6 @@ Sources, all found in the paper folder and imported together (ids must stay uniq
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -23,7 +22,8 @@ from typing import Any
 import yaml
 
 from sabench.contracts import DIMENSIONS, SAU_COLUMNS
-from sabench.errors import UserError
+from sabench.errors import UserError, UserErrors, parse_error
+from sabench.steps import ArgumentParser, command
 
 CURATED_FILES = ("saus.yaml", "saus.yml", "saus.json")
 SABENCH_FILES = ("sau.json",)
@@ -31,7 +31,6 @@ RUBRIC_FILES = ("rubric.json",)
 SAU_FILES = CURATED_FILES + SABENCH_FILES + RUBRIC_FILES
 #: Extra columns beyond the contract that rubric imports fill.
 EXTRA_COLUMNS = ("parent_weights",)
-GROUNDING_THRESHOLD = 90.0
 
 #: PaperBench's fine-grained task categories mapped onto our dimensions.
 RUBRIC_DIMENSIONS = {
@@ -59,7 +58,8 @@ def sau_files(paper_dir: Path) -> list[Path]:
     return [paper_dir / name for name in SAU_FILES if (paper_dir / name).is_file()]
 
 
-def _row(paper: str, **fields: Any) -> dict[str, Any]:
+def sau_row(paper: str, **fields: Any) -> dict[str, Any]:
+    """One SAU row with every column, for importers and extraction alike."""
     row: dict[str, Any] = {col: None for col in SAU_COLUMNS + EXTRA_COLUMNS}
     row.update(paper=paper, weight=1.0, grounded=None)
     row.update(fields)
@@ -69,6 +69,8 @@ def _row(paper: str, **fields: Any) -> dict[str, Any]:
 def _load_structured(path: Path) -> Any:
     try:
         text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UserError(path, None, "SAU file not found") from None
     except UnicodeDecodeError:
         raise UserError(path, None, "not UTF-8 text") from None
     try:
@@ -76,8 +78,7 @@ def _load_structured(path: Path) -> Any:
             return json.loads(text)
         return yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0]
-        raise UserError(path, None, f"cannot parse: {first}") from None
+        raise parse_error(path, exc) from None
 
 
 def _field_path(error: Any) -> str:
@@ -88,36 +89,60 @@ def _field_path(error: Any) -> str:
     return out or "(top level)"
 
 
-def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
-    """Our own saus.yaml format, validated against the described JSON schema."""
+#: One problem of an SAU file: (field, message).
+Problem = tuple[str, str]
+
+
+def _schema_problems(data: Any) -> list[Problem]:
+    """Every schema error, each named by its field and, inside an SAU, the SAU's id; of a oneOf's
+    alternatives the most specific error (as config validation reports it)."""
     import jsonschema
 
+    validator = jsonschema.Draft202012Validator(_schema())
+    problems = []
+    for err in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
+        while err.context:
+            err = min(
+                err.context, key=lambda e: (-len(e.absolute_path), e.validator in ("type", "enum"))
+            )
+        field = _field_path(err)
+        where = list(err.absolute_path)
+        if len(where) > 1 and where[0] == "saus" and isinstance(where[1], int):
+            item = data["saus"][where[1]]
+            if isinstance(item, dict) and item.get("id"):
+                field = f"{field} (SAU {item['id']})"
+        problems.append((field, err.message))
+    return problems
+
+
+def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
+    """Our own saus.yaml format, validated against the described JSON schema; every problem of
+    the file is reported at once."""
     data = _load_structured(path)
     if isinstance(data, dict) and any(d in data for d in DIMENSIONS) and "saus" not in data:
         return import_sabench(path, paper, data)
-    _check_expected(data, path)
-    validator = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        field = _field_path(err)
-        if isinstance(data, dict) and err.absolute_path and err.absolute_path[0] == "saus":
-            idx = err.absolute_path[1] if len(err.absolute_path) > 1 else None
-            if isinstance(idx, int) and isinstance(data["saus"][idx], dict):
-                sau_id = data["saus"][idx].get("id")
-                if sau_id:
-                    field = f"{field} (SAU {sau_id})"
-        raise UserError(path, field, err.message)
-    if data.get("paper") not in (None, paper):
-        raise UserError(path, "paper", f"says {data['paper']!r} but the folder is {paper!r}")
+    problems = _expected_problems(data)
+    # an unusable ``expected`` is said once, in its own words, not again by the schema
+    said = {field.split(" (SAU")[0].split(".expected")[0] for field, _ in problems}
+    problems += [
+        (field, message)
+        for field, message in _schema_problems(data)
+        if not (".expected" in field and field.split(".expected")[0] in said)
+    ]
+    if isinstance(data, dict) and data.get("paper") not in (None, paper):
+        problems.append(("paper", f"says {data['paper']!r} but the folder is {paper!r}"))
+    problems.sort(key=_sau_index)
     rows = []
-    for item in data["saus"]:
+    for item in data["saus"] if not problems else []:
         expected = item.get("expected")
         check = item.get("check")
         if item.get("check_file"):
-            check = _read_check_file(path, item)
+            check, problem = _read_check_file(path, item)
+            if problem:
+                problems.append(problem)
+                continue
         rows.append(
-            _row(
+            sau_row(
                 paper,
                 sau_id=item["id"],
                 dimension=item["dimension"],
@@ -129,58 +154,81 @@ def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
                 expected=json.dumps(expected, sort_keys=True) if expected is not None else None,
             )
         )
+    if problems:
+        raise UserErrors(path, problems)
     return rows
 
 
-def _check_expected(data: Any, path: Path) -> None:
-    """``expected`` entries must be usable numbers and tolerances: one line naming the SAU."""
+def _sau_index(problem: Problem) -> int:
+    """Problems in the order of the SAUs they are in (those of the whole file first)."""
+    match = re.match(r"saus\[(\d+)\]", problem[0])
+    return int(match.group(1)) if match else -1
+
+
+def _expected_problems(data: Any) -> list[Problem]:
+    """``expected`` entries must be usable numbers and tolerances: each problem names the SAU."""
     from sabench.checks import ExpectedError, parse_expected
 
     if not isinstance(data, dict) or not isinstance(data.get("saus"), list):
-        return
+        return []
+    problems = []
     for i, item in enumerate(data["saus"]):
         if not isinstance(item, dict) or item.get("expected") is None:
             continue
         try:
             parse_expected(item["expected"])
         except ExpectedError as exc:
-            field = f"saus[{i}].expected{exc.field} (SAU {item.get('id', '?')})"
-            raise UserError(path, field, exc.message) from None
+            problems.append(
+                (f"saus[{i}].expected{exc.field} (SAU {item.get('id', '?')})", exc.message)
+            )
+    return problems
 
 
-def _read_check_file(path: Path, item: dict[str, Any]) -> str:
-    """A check file inside the SAU file's folder (never outside it), as UTF-8 text."""
+def _read_check_file(path: Path, item: dict[str, Any]) -> tuple[str | None, Problem | None]:
+    """A check file inside the SAU file's folder (never outside it), as UTF-8 text; or what is
+    wrong with it."""
     where = f"saus.check_file (SAU {item['id']})"
     if item.get("check"):
-        raise UserError(path, where, "give either check or check_file, not both")
+        return None, (where, "give either check or check_file, not both")
     folder = path.parent.resolve()
     check_path = (path.parent / item["check_file"]).resolve()
     if folder not in check_path.parents:
-        raise UserError(path, where, f"{item['check_file']!r} is outside {folder}")
+        return None, (where, f"{item['check_file']!r} is outside {folder}")
     if not check_path.is_file():
-        raise UserError(path, where, f"{check_path} not found")
+        return None, (where, f"{check_path} not found")
     try:
-        return check_path.read_text(encoding="utf-8")
+        return check_path.read_text(encoding="utf-8"), None
     except UnicodeDecodeError:
-        raise UserError(path, where, f"{check_path} is not UTF-8 text") from None
+        return None, (where, f"{check_path} is not UTF-8 text")
 
 
 def import_sabench(path: Path, paper: str, data: Any = None) -> list[dict[str, Any]]:
-    """SA-Bench's released sau.json: claims grouped by dimension."""
+    """SA-Bench's released sau.json: claims grouped by dimension; every problem reported at once."""
     data = _load_structured(path) if data is None else data
     if not isinstance(data, dict):
-        raise UserError(path, None, "expected an object with keys D1..D4")
+        raise UserError(path, None, f"expected an object with keys D1..D4, not {_shape(data)}")
     rows = []
+    problems: list[Problem] = [
+        (k, "unknown dimension (expected D1, D2, D3 or D4)")
+        for k in data
+        if re.fullmatch(r"D\d+", k) and k not in DIMENSIONS
+    ]
     for dim in DIMENSIONS:
         items = data.get(dim, [])
         if not isinstance(items, list):
-            raise UserError(path, dim, "must be a list of {id, claim, source}")
+            problems.append((dim, f"must be a list of {{id, claim, source}}, not {_shape(items)}"))
+            continue
         for i, item in enumerate(items):
-            for key in ("id", "claim"):
-                if not isinstance(item, dict) or not str(item.get(key, "")).strip():
-                    raise UserError(path, f"{dim}[{i}].{key}", "missing or empty")
+            missing = [
+                key
+                for key in ("id", "claim")
+                if not isinstance(item, dict) or not str(item.get(key, "")).strip()
+            ]
+            problems += [(f"{dim}[{i}].{key}", "missing or empty") for key in missing]
+            if missing:
+                continue
             rows.append(
-                _row(
+                sau_row(
                     paper,
                     sau_id=str(item["id"]),
                     dimension=dim,
@@ -189,10 +237,22 @@ def import_sabench(path: Path, paper: str, data: Any = None) -> list[dict[str, A
                     origin="sabench",
                 )
             )
-    unknown = [k for k in data if re.fullmatch(r"D\d+", k) and k not in DIMENSIONS]
-    if unknown:
-        raise UserError(path, unknown[0], "unknown dimension (expected D1, D2, D3 or D4)")
+    if problems:
+        raise UserErrors(path, problems)
     return rows
+
+
+def _shape(value: Any) -> str:
+    """What a JSON/YAML value is, for messages ("a list of 3 items", "a string")."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "nothing" if value is None else f"a {type(value).__name__.replace('str', 'string')}"
 
 
 def rubric_dimension(requirement: str, finegrained: str | None) -> str:
@@ -207,17 +267,30 @@ def import_rubric(path: Path, paper: str) -> list[dict[str, Any]]:
     """PaperBench rubric.json: every leaf becomes an SAU carrying the path of its parents."""
     data = _load_structured(path)
     rows: list[dict[str, Any]] = []
+    problems: list[Problem] = []
+    node_shape = "an object {id, requirements, weight, sub_tasks: [...]}"
 
     def walk(node: Any, ids: list[str], weights: list[float], where: str) -> None:
-        if not isinstance(node, dict) or "id" not in node:
-            raise UserError(path, where, "rubric node without an id")
+        if not isinstance(node, dict):
+            problems.append((where, f"expected {node_shape}, not {_shape(node)}"))
+            return
+        if "id" not in node:
+            problems.append((where, "rubric node without an id"))
+            return
         children = node.get("sub_tasks") or []
+        if not isinstance(children, list):
+            problems.append((f"{where}.sub_tasks", f"expected a list, not {_shape(children)}"))
+            return
+        weight = node.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or weight < 0:
+            problems.append((f"{where}.weight", f"expected a number >= 0, not {weight!r}"))
+            return
         if not children:
             category = node.get("task_category")
             fine = node.get("finegrained_task_category")
             requirement = str(node.get("requirements", "")).strip()
             rows.append(
-                _row(
+                sau_row(
                     paper,
                     sau_id=str(node["id"]),
                     dimension=rubric_dimension(requirement, fine),
@@ -240,6 +313,8 @@ def import_rubric(path: Path, paper: str) -> list[dict[str, Any]]:
             )
 
     walk(data, [], [], "(root)")
+    if problems:
+        raise UserErrors(path, problems)
     return rows
 
 
@@ -271,48 +346,27 @@ def import_paper_saus(paper_dir: Path, sources: list[Path] | None = None) -> lis
     rows: list[dict[str, Any]] = []
     for path in files:
         rows.extend(import_sau_file(Path(path), paper))
-    seen: dict[str, Path] = {}
+    seen: set[str] = set()
+    duplicates: list[Problem] = []
     for row in rows:
         if row["sau_id"] in seen:
-            raise UserError(
-                files[0] if len(files) == 1 else paper_dir,
-                "id",
-                f"duplicate SAU id {row['sau_id']!r}",
-            )
-        seen[row["sau_id"]] = paper_dir
+            duplicates.append(("id", f"duplicate SAU id {row['sau_id']!r}"))
+        seen.add(row["sau_id"])
+    if duplicates:
+        raise UserErrors(files[0] if len(files) == 1 else paper_dir, duplicates)
     return rows
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+(?:\.[0-9]+)?", text.lower())
-
-
-def is_grounded(claim: str, source: str, text: str, lowered: str | None = None) -> bool:
-    """A quote found (fuzzily) in the paper, or a claim whose words and numbers the paper holds."""
-    from rapidfuzz import fuzz
-
-    lowered = lowered if lowered is not None else text.lower()
-    quote = source.strip().strip("\"'“”").lower()
-    if len(quote) >= 15 and (
-        quote in lowered or fuzz.partial_ratio(quote, lowered) >= GROUNDING_THRESHOLD
-    ):
-        return True
-    vocab = set(_words(lowered))
-    words = [w for w in _words(claim) if len(w) > 3 or any(c.isdigit() for c in w)]
-    if not words:
-        return False
-    numbers = [w for w in words if any(c.isdigit() for c in w)]
-    if numbers and not all(n in vocab or n in lowered for n in numbers):
-        return False
-    return sum(w in vocab for w in words) / len(words) >= 0.6
-
-
 def ground(rows: list[dict[str, Any]], text: str | None) -> None:
-    """Set ``grounded`` on every row; None when there is no paper text to check against."""
-    lowered = text.lower() if text else None
+    """Set ``grounded`` on every row (:func:`sabench.grounding.ground`); None when there is no
+    paper text to check against."""
+    from sabench.grounding import PaperText
+    from sabench.grounding import ground as ground_one
+
+    paper = PaperText(text) if text else None
     for row in rows:
         row["grounded"] = (
-            None if not text else is_grounded(row["claim"], row["source"] or "", text, lowered)
+            None if paper is None else ground_one(row["claim"], row["source"] or "", paper).grounded
         )
 
 
@@ -349,8 +403,9 @@ def build_saus(
     return rows
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Import the SAUs of one paper folder.")
+    parser = ArgumentParser(description="Import the SAUs of one paper folder.")
     parser.add_argument("paper_dir", type=Path)
     parser.add_argument("--text", type=Path, help="the ingested paper.md, for grounding")
     parser.add_argument(
@@ -358,11 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    try:
-        rows = build_saus(args.paper_dir, args.text, args.out, args.sources)
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    rows = build_saus(args.paper_dir, args.text, args.out, args.sources)
     grounded = sum(bool(r["grounded"]) for r in rows)
     print(f"{args.paper_dir.name}: {len(rows)} SAUs, {grounded} grounded -> {args.out}")
     return 0

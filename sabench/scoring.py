@@ -6,7 +6,8 @@ SA-Bench's rule (``run_scores`` -> ``paper_scores`` -> ``agent_scores``)
     apart: a judge failure is never drift. A run's dimension score is the mean claim score in that
     dimension; its ``overall`` score is the mean over the dimensions it has scores in. An agent's score is
     the mean over papers of the mean over seeds within the paper (so a paper with three seeds weighs as
-    much as one with one), with a percentile bootstrap CI over papers.
+    much as one with one), with a percentile bootstrap CI over papers (``sabench.stats``);
+    ``few_papers`` flags an interval over fewer than ``stats.MIN_PAPERS`` papers.
 
 PaperBench's weighted tree (``RubricTree``, ``tree_score``)
     Only leaves are SAUs. Each leaf row carries ``parent``: the ids of its ancestors from the root down,
@@ -18,34 +19,45 @@ PaperBench's weighted tree (``RubricTree``, ``tree_score``)
     pruned too; parents are weight-averaged bottom-up. SAUs without a ``parent`` hang from the root.
 
 Agreement (``agreement``)
-    A judge against the ``reference`` judge on the SAUs both scored (errors on either side dropped).
-    Exact agreement and quadratic-weighted kappa compare scores snapped to SA-Bench's grid
-    (0, .25, .5, .75, 1), since they are categorical measures; MAE and Spearman use the raw scores.
+    A judge against the ``reference`` judge on the SAUs both scored (errors on either side dropped),
+    measured by ``sabench.stats.agreement_metrics`` (``sabench.stats`` gives the definitions and the
+    answers for degenerate inputs).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from sabench.contracts import DIMENSIONS, VERDICT_SCORES
+from sabench.stats import (
+    BOOTSTRAP_LEVEL,
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    agreement_metrics,
+    bootstrap_ci,
+    few_papers,
+)
 
 OVERALL = "overall"
 #: Order of the ``dimension`` column in every score table.
 DIMENSION_ORDER = (OVERALL, *DIMENSIONS)
-#: SA-Bench's claim score scale; agreement measures snap scores onto it.
-SCORE_LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 RUN_KEYS = ["agent", "paper", "seed"]
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_SEED = 0
-BOOTSTRAP_LEVEL = 0.95
 
 RUN_SCORE_COLUMNS = ["agent", "paper", "seed", "judge", "dimension", "score", "n_saus", "n_error"]
-AGENT_SCORE_COLUMNS = ["agent", "judge", "dimension", "score", "ci_low", "ci_high", "n_papers"]
+AGENT_SCORE_COLUMNS = [
+    "agent",
+    "judge",
+    "dimension",
+    "score",
+    "ci_low",
+    "ci_high",
+    "n_papers",
+    "few_papers",
+]
 PAPER_SCORE_COLUMNS = ["agent", "judge", "dimension", "paper", "score", "n_seeds"]
 TAXONOMY_COLUMNS = ["agent", "judge", "dimension", "verdict", "failure_mode", "count", "share"]
 AGREEMENT_COLUMNS = [
@@ -138,30 +150,6 @@ def paper_scores(runs: pd.DataFrame) -> pd.DataFrame:
     return sort_by_dimension(out[PAPER_SCORE_COLUMNS], ["agent", "judge", "dimension", "paper"])
 
 
-def bootstrap_ci(
-    values: Iterable[float],
-    *,
-    n_resamples: int = BOOTSTRAP_RESAMPLES,
-    level: float = BOOTSTRAP_LEVEL,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean; a fixed seed keeps reruns byte-identical.
-
-    One value gives ``(value, value)`` (nothing to resample), none gives NaNs.
-    """
-    data = np.asarray([v for v in values if not math.isnan(v)], dtype=float)
-    if data.size == 0:
-        return math.nan, math.nan
-    if data.size == 1:
-        return float(data[0]), float(data[0])
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, data.size, size=(n_resamples, data.size))
-    means = data[idx].mean(axis=1)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(low), float(high)
-
-
 def agent_scores(
     runs: pd.DataFrame,
     *,
@@ -169,7 +157,10 @@ def agent_scores(
     level: float = BOOTSTRAP_LEVEL,
     seed: int = BOOTSTRAP_SEED,
 ) -> pd.DataFrame:
-    """Per agent, judge and dimension: the mean over papers of the seed-averaged paper score."""
+    """Per agent, judge and dimension: the mean over papers of the seed-averaged paper score.
+
+    ``few_papers`` is true when the interval rests on fewer than ``stats.MIN_PAPERS`` papers.
+    """
     papers = paper_scores(runs)
     rows = []
     for (agent, judge, dim), group in papers.groupby(["agent", "judge", "dimension"], sort=False):
@@ -184,10 +175,12 @@ def agent_scores(
                 "ci_low": low,
                 "ci_high": high,
                 "n_papers": int(values.size),
+                "few_papers": few_papers(int(values.size)),
             }
         )
     out = pd.DataFrame(rows, columns=AGENT_SCORE_COLUMNS)
     out["n_papers"] = out["n_papers"].astype("int64")
+    out["few_papers"] = out["few_papers"].astype(bool)
     return sort_by_dimension(out, ["agent", "judge", "dimension"])
 
 
@@ -324,76 +317,6 @@ def tree_score(
 
 
 # --------------------------------------------------------------------------- agreement
-
-
-def snap(values: Iterable[float], levels: Sequence[float] = SCORE_LEVELS) -> np.ndarray:
-    """Each value replaced by the nearest level (ties go to the lower one)."""
-    data = np.asarray(list(values), dtype=float)
-    grid = np.asarray(levels, dtype=float)
-    return grid[np.abs(data[:, None] - grid[None, :]).argmin(axis=1)] if data.size else data
-
-
-def exact_agreement(a: Iterable[float], b: Iterable[float]) -> float:
-    x, y = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
-    return float(np.mean(np.isclose(x, y))) if x.size else math.nan
-
-
-def mean_absolute_error(a: Iterable[float], b: Iterable[float]) -> float:
-    x, y = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
-    return float(np.mean(np.abs(x - y))) if x.size else math.nan
-
-
-def kappa_quadratic(
-    a: Iterable[float], b: Iterable[float], levels: Sequence[float] | None = SCORE_LEVELS
-) -> float:
-    """Cohen's kappa with quadratic weights ``(v_i - v_j)^2`` on the category values.
-
-    With ``levels`` the inputs are snapped onto them and all levels are categories (equal to
-    scikit-learn's ``cohen_kappa_score(weights="quadratic", labels=levels)`` for an evenly spaced
-    grid); with ``None`` the categories are the values seen. NaN when undefined: no pairs, or both
-    raters used one and the same value throughout.
-    """
-    x, y = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
-    if x.size == 0:
-        return math.nan
-    if levels is not None:
-        x, y = snap(x, levels), snap(y, levels)
-        cats = np.asarray(levels, dtype=float)
-    else:
-        cats = np.unique(np.concatenate([x, y]))
-    ix = np.searchsorted(cats, x)
-    iy = np.searchsorted(cats, y)
-    k = cats.size
-    observed = np.zeros((k, k))
-    np.add.at(observed, (ix, iy), 1.0)
-    observed /= x.size
-    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
-    weights = (cats[:, None] - cats[None, :]) ** 2
-    denom = float((weights * expected).sum())
-    if denom == 0.0:
-        return math.nan
-    return float(1.0 - (weights * observed).sum() / denom)
-
-
-def spearman(a: Iterable[float], b: Iterable[float]) -> float:
-    """Spearman's rho: Pearson on average ranks (ties shared); NaN if either side is constant."""
-    x = pd.Series(list(a), dtype=float).rank(method="average").to_numpy()
-    y = pd.Series(list(b), dtype=float).rank(method="average").to_numpy()
-    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return math.nan
-    return float(np.corrcoef(x, y)[0, 1])
-
-
-def agreement_metrics(judge: Sequence[float], reference: Sequence[float]) -> dict[str, float]:
-    """The four agreement numbers of one judge against the reference on paired scores."""
-    sj, sr = snap(judge), snap(reference)
-    return {
-        "n": len(judge),
-        "exact_agreement": exact_agreement(sj, sr),
-        "mae": mean_absolute_error(judge, reference),
-        "kappa_quadratic": kappa_quadratic(sj, sr),
-        "spearman": spearman(judge, reference),
-    }
 
 
 def agreement(

@@ -4,7 +4,6 @@ import sys
 from pathlib import Path
 
 from sabench import aggregate
-from sabench.io import write_text
 from sabench.steps import step
 
 if "snakemake" not in globals():
@@ -13,9 +12,11 @@ if "snakemake" not in globals():
 sm = snakemake  # noqa: F821
 with step(sm.log[0], "aggregate") as log:
     results = Path(sm.output.summary).parents[1]
-    tables = aggregate.aggregate(
-        results, [tuple(r) for r in sm.params.runs], list(sm.params.papers), results / "tables"
+    summary = aggregate.write_tables(
+        results,
+        [tuple(r) for r in sm.params.runs],
+        list(sm.params.papers),
+        judges=list(sm.params.judges),
+        execute=bool(sm.params.execute),
     )
-    summary = aggregate.summary_markdown(tables)
-    write_text(sm.output.summary, summary)
-    log.info("%d tables in %s\n%s", len(tables), results / "tables", summary)
+    log.info("tables in %s\n%s", results / "tables", summary)

@@ -14,5 +14,9 @@ with step(sm.log[0], "report") as log:
     import pandas as pd
 
     tables = {Path(p).stem: pd.read_parquet(p) for p in sm.input}
-    written = report.make_report(tables, Path(sm.output.index).parent)
+    # the run pages read the run folders by path: the tables folder's parent is the results root
+    results = Path(sm.input[0]).parent.parent
+    written = report.make_report(
+        tables, Path(sm.output.index).parent, results, sm.params.config_hash
+    )
     log.info("report: %s", ", ".join(str(p) for p in written))

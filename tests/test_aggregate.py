@@ -13,7 +13,6 @@ import pytest
 
 from sabench import aggregate as agg
 from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
-from sabench.errors import UserError
 from sabench.io import read_parquet_metadata, write_json, write_parquet
 
 REPO = Path(__file__).resolve().parents[1]
@@ -215,7 +214,10 @@ def test_writes_every_table_with_its_columns(tables: dict, tmp_path: Path) -> No
         "ci_low",
         "ci_high",
         "n_papers",
+        "few_papers",
     ]
+    on_disk = pd.read_parquet(out / "scores_by_agent.parquet")
+    assert on_disk["few_papers"].dtype == bool and on_disk["few_papers"].all()  # 2 papers
 
 
 def test_sabench_rule_by_hand(tables: dict) -> None:
@@ -281,22 +283,91 @@ def test_reference_judge_gives_agreement(tmp_path: Path) -> None:
     assert set(tables["scores_by_agent"]["judge"]) == {"reference", "static"}
 
 
-def test_mixed_sau_versions_are_refused(tmp_path: Path) -> None:
+def test_mixed_sau_versions_are_never_mixed(tmp_path: Path) -> None:
+    """Judgments made against another SAU version are not of the run as it is: left out, named."""
     root = build_tree(tmp_path / "r")
     run = ("B", "P2", "0")
     rows = [judgment_row(run, "c1", "D1", "aligned", 1.0, sau_set_hash="hash-old")]
     path = write_run(root, run, rows)
-    with pytest.raises(UserError, match="sau_set_hash") as err:
-        agg.aggregate(root, GRID, list(PAPERS), root / "tables")
-    assert str(path) in str(err.value) and "hash-old" in str(err.value)
-    assert not (root / "tables").exists()  # nothing half-written
+    tables = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    judged = tables["judgments"]
+    assert not ((judged.agent == "B") & (judged.paper == "P2")).any()
+    stale = row(tables["incomplete_runs"], agent="B", paper="P2")
+    assert stale["cause"] == "stale" and stale["judge"] == "static"
+    assert str(path) in stale["message"] and "hash-old" in stale["message"]
+    assert row(tables["coverage"], agent="B", judge="static")["n_runs_incomplete"] == 1
 
 
-def test_missing_inputs_name_the_file(tmp_path: Path) -> None:
+def test_a_missing_run_costs_that_run_only(tmp_path: Path) -> None:
     root = build_tree(tmp_path / "r")
-    (root / "runs" / "A" / "P1" / "1" / "judgments.parquet").unlink()
-    with pytest.raises(UserError, match=r"A/P1/1/judgments\.parquet: missing"):
-        agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    folder = root / "runs" / "A" / "P1" / "1"
+    (folder / "judgments.parquet").unlink()
+    (folder / "agent.json").unlink()
+    write_json(
+        folder / "faults" / "reproduce.json",
+        {"cause": "provider_unreachable", "message": "refused"},
+    )
+    tables = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    missing = row(tables["incomplete_runs"], agent="A", paper="P1", seed="1")
+    assert (missing["stage"], missing["cause"], missing["message"]) == (
+        "reproduce",
+        "provider_unreachable",
+        "refused",
+    )
+    assert pd.isna(missing["judge"])
+    cov = row(tables["coverage"], agent="A", judge="static")
+    assert (cov["n_runs"], cov["n_runs_complete"], cov["n_runs_incomplete"]) == (3, 2, 1)
+    assert cov["incomplete_causes"] == "provider_unreachable=1"
+    # A's P1 score is now its seed 0 alone: .5 (P1) and .375 (P2)
+    a = row(tables["scores_by_agent"], agent="A", dimension="overall")
+    assert a["score"] == pytest.approx((0.5 + 0.375) / 2)
+    assert len(tables["runs"]) == len(GRID) - 1
+    summary = agg.summary_markdown(tables)
+    assert "Not complete" in summary and "`A/P1/1` reproduce: provider_unreachable" in summary
+
+
+def test_a_broken_paper_costs_that_paper_only(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "r")
+    (root / "papers" / "P2" / "saus.parquet").unlink()
+    log = root / "logs" / "saus" / "P2.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("error: saus.yaml: id: duplicate SAU id 'c1'\n")
+    tables = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    assert set(tables["papers"]["paper"]) == {"P1"}
+    assert set(tables["judgments"]["paper"]) == {"P1"}
+    broken = tables["incomplete_runs"]
+    assert set(broken["paper"]) == {"P2"} and set(broken["stage"]) == {"saus"}
+    assert set(broken["cause"]) == {"failed"} and "duplicate SAU id" in broken["message"].iloc[0]
+
+
+def test_a_judge_that_failed_leaves_the_others(tmp_path: Path) -> None:
+    """Without the merged file (its run failed), each judge's own file counts for that judge."""
+    root = build_tree(tmp_path / "r", reference=True)
+    folder = root / "runs" / "B" / "P1" / "0"
+    frame = pd.read_parquet(folder / "judgments.parquet")
+    (folder / "judgments.parquet").unlink()
+    write_parquet(folder / "judge" / "static.parquet", frame[frame.judge == "static"])
+    tables = agg.aggregate(
+        root, GRID, list(PAPERS), root / "tables", judges=["static", "reference"]
+    )
+    judged = tables["judgments"]
+    mine = judged[(judged.agent == "B") & (judged.paper == "P1")]
+    assert set(mine.judge) == {"static"}
+    gap = row(tables["incomplete_runs"], agent="B", paper="P1")
+    assert (gap["judge"], gap["stage"], gap["cause"]) == ("reference", "judge-reference", "not_run")
+    assert row(tables["coverage"], agent="B", judge="static")["n_runs_incomplete"] == 0
+    assert row(tables["coverage"], agent="B", judge="reference")["n_runs_incomplete"] == 1
+
+
+def test_incomplete_tables_leave_a_marker_for_the_next_run(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "r")
+    marker = root / "tables" / agg.INCOMPLETE_MARKER
+    agg.write_tables(root, GRID, list(PAPERS))
+    assert not marker.exists()
+    (root / "runs" / "B" / "P2" / "0" / "judgments.parquet").unlink()
+    summary = agg.write_tables(root, GRID, list(PAPERS))
+    assert marker.is_file() and "Not complete" in summary
+    assert (root / "tables" / "summary.md").read_text() == summary
 
 
 def test_execution_json_is_optional(tmp_path: Path) -> None:
@@ -366,6 +437,19 @@ def test_summary_markdown(tables: dict) -> None:
     assert "### Judge `static`" in text
     assert "| A | 0.562 [" in text and "| B | 0.219 [" in text
     assert agg.summary_markdown({}).startswith("No scores")
+
+
+def test_summary_marks_intervals_over_few_papers(tables: dict) -> None:
+    """The fixture's 2 papers are marked and footnoted; the same scores over 5 papers are not."""
+    text = agg.summary_markdown(tables)
+    assert "| A | 0.562 [0.38, 0.75] † |" in text
+    assert "| 0.500 † |" in text  # one paper: no interval shown, still marked
+    assert text.rstrip().endswith("\n† interval over fewer than 5 papers")
+    many = tables["scores_by_agent"].assign(n_papers=5, few_papers=False)
+    plain = agg.summary_markdown({**tables, "scores_by_agent": many})
+    assert "†" not in plain and "| A | 0.562 [0.38, 0.75] |" in plain
+    empty = tables["scores_by_agent"].iloc[:0]
+    assert "†" not in agg.summary_markdown({**tables, "scores_by_agent": empty})
 
 
 def test_cli_discovers_runs(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_access import assert_outputs_follow, assert_read_and_written, paper_agent_execute
 
 from sabench.execute import execute_run
 from sabench.sandbox import Mount, SandboxSpec, get_backend
@@ -237,3 +238,66 @@ def test_gpus_on_a_host_without_gpus_fail_fast(
     record = _run(tmp_path, "sleep 100\n", gpus=1)
     assert record["status"] == "sandbox_error" and time.monotonic() - t0 < 5
     assert "asks for GPUs but this host has none" in record["message"]
+
+
+#: The stand-in's last step made a container as apptainer makes one for the calling user: only
+#: its binds over a read-only system, no capabilities (``--no-privs`` as root), in bwrap.
+CONTAINED = r"""
+bw = ["bwrap", "--unshare-all", "--unshare-user", "--uid", str(os.geteuid()),
+      "--gid", str(os.getegid()), "--cap-drop", "ALL", "--die-with-parent", "--clearenv"]
+for k, v in env.items():
+    bw += ["--setenv", k, v]
+for d in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"):
+    if os.path.islink(d):
+        bw += ["--symlink", os.readlink(d), d]
+    elif os.path.isdir(d):
+        bw += ["--ro-bind", d, d]
+bw += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+for dst, src in binds.items():
+    bw += ["--ro-bind" if modes[dst] == "ro" else "--bind", src, dst]
+os.execvp("bwrap", bw + ["--chdir", "/submission", "--", *command])
+"""
+
+
+@pytest.mark.bwrap
+def test_the_calling_user_reads_the_ingested_paper_and_writes_its_submission(
+    fake: Path, tmp_path: Path
+) -> None:
+    """The command lines bind ingest's view read-only at /paper and the agent's (then the
+    executed) folder read-write at /submission, for the calling user without capabilities; run
+    so (the stand-in contains them in bwrap), the agent and reproduce.sh read and write them."""
+    from sabench.sandbox.bwrap import _which
+
+    if _which("bwrap") is None:
+        pytest.skip("bwrap is not installed")
+    exe = fake.with_name("apptainer")
+    text = exe.read_text()
+    for old, new in (
+        ("binds[dst] = src", "binds[dst] = src; modes[dst] = _mode"),
+        ("i, binds, env = 1, {}, ", "modes = {}\ni, binds, env = 1, {}, "),
+        ("os.execvpe(command[0], command, env)\n", CONTAINED),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    exe.write_text(text)
+    sif = tmp_path / "agent.sif"
+    sif.write_text("fake")
+    out = paper_agent_execute(
+        tmp_path,
+        0o022,
+        {"backend": "apptainer", "image": str(sif)},
+        agent={"image": str(sif)},
+    )
+    assert_read_and_written(out)
+    assert_outputs_follow(out, 0o022)
+    runs = [json.loads(line) for line in fake.read_text().splitlines() if '"exec"' in line]
+    assert len(runs) == 2  # the agent, then reproduce.sh
+    view = out["view"].resolve()
+    for argv, target in zip(runs, ("submission", "executed"), strict=True):
+        binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
+        assert f"{view}:/paper:ro" in binds, argv
+        (work,) = [b for b in binds if b.endswith(":/submission:rw")]
+        assert Path(work.split(":")[0]).parent == out["run"].resolve(), work
+        assert Path(work.split(":")[0]).name.startswith((f".{target}.tmp-", target)), work
+        assert ("--no-privs" in argv) == (os.geteuid() == 0)
+        assert not {"--fakeroot", "--userns", "--keep-privs"} & set(argv), argv

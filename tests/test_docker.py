@@ -16,6 +16,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import statistics
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sandbox_access import assert_outputs_follow, assert_read_and_written, paper_agent_execute
 
 from sabench.execute import RECORD_KEYS, execute_run
 from sabench.sandbox import Mount, SandboxSpec, get_backend
@@ -407,6 +409,47 @@ def test_log_flood_is_capped(engine: Any, tmp_path: Path) -> None:
     assert record["log_bytes"] >= 20_000_000
     assert len(log.encode()) < 70 * 1024
     assert "END-OF-FLOOD" in log and "bytes of output omitted" in log
+
+
+# --- the paper and /submission as the workflow makes them, as root ------------------------------
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077], ids=["umask022", "umask077"])
+def test_uid_1000_reads_the_ingested_paper_and_writes_its_submission(
+    engine: Any, tmp_path: Path, mask: int
+) -> None:
+    """The view from sabench's ingest and the agent's folder from its atomic writer are root's
+    (0700 before outputs followed the umask; still 0700 under umask 077): the container's uid 1000
+    reads /paper and writes /submission all the same, and the host gets its files back."""
+    out = paper_agent_execute(
+        tmp_path, mask, {"backend": engine.name}, agent={"image": engine.image.ref}
+    )
+    assert_read_and_written(out)
+    assert (out["run"] / "submission" / "agent-uid.txt").read_text().strip() == "1000"
+    assert_outputs_follow(out, mask)
+    if mask == 0o077:  # only the paper was opened up (for uid 1000), and the log says so
+        agent_log = (out["run"] / "agent-command.log").read_text()
+        assert "read-only mount entries readable for uid 1000" in agent_log
+        assert stat.S_IMODE((out["run"] / "execution.json").stat().st_mode) == 0o600
+
+
+def test_a_paper_the_container_cannot_read_is_a_sandbox_error(engine: Any, tmp_path: Path) -> None:
+    """Not a hollow "ok" (or an agent's "failure") with nothing read: what uid 1000 cannot open
+    and root cannot open up (an immutable file) is the sandbox's fault, named before the run."""
+    paths = make_run(tmp_path, "cat /paper/paper.md > seen.md\n")
+    paper = paths["agent_view"] / "paper.md"
+    paper.chmod(0o600)
+    subprocess.run(["chattr", "+i", str(paper)], check=True)
+    try:
+        record, log, executed = execute(engine, paths)
+    finally:
+        subprocess.run(["chattr", "-i", str(paper)], check=True)
+    assert record["status"] == "sandbox_error", (record, log)
+    assert "(uid 1000 on the host) cannot read /paper/paper.md" in record["message"], record[
+        "message"
+    ]
+    assert "mode 0600, owner 0:0" in record["message"]
+    assert not (executed / "seen.md").exists()
 
 
 # --- docker: engine faults, GPUs, isolation settings -------------------------------------------

@@ -20,6 +20,7 @@ from sabench.checks import (
 )
 from sabench.errors import UserError
 from sabench.execute import resolve_settings, snapshot
+from sabench.faults import Fault
 from sabench.judges.exec_judge import judge_exec, resolve_exec_settings
 from sabench.sandbox import get_backend
 
@@ -192,7 +193,7 @@ def test_empty_submission_is_missing_without_a_sandbox(tmp_path: Path) -> None:
     assert [(r.verdict, r.failure_mode) for r in rows] == [("missing", "omission")]
 
 
-def test_no_sandbox_available_gives_errors(tmp_path: Path, monkeypatch) -> None:
+def test_no_sandbox_available_is_a_fault(tmp_path: Path, monkeypatch) -> None:
     import sabench.sandbox
 
     def broken(name: str):
@@ -204,12 +205,11 @@ def test_no_sandbox_available_gives_errors(tmp_path: Path, monkeypatch) -> None:
         sau("s-D2-001", GOOD_CHECK),
         sau("s-D3-001", GOOD_CHECK, {"metric": "acc", "value": 1.0}),
     ]
-    rows = judge_exec(
-        tmp_path, saus, execution(acc=1.0), executed=tmp_path, runtime={"python_env": "/x"}
-    )
-    assert [r.verdict for r in rows] == ["error", "error"]
-    assert all(r.score is None for r in rows)
-    assert "sabench.sandbox.podman" in rows[0].reasoning
+    with pytest.raises(Fault, match=r"sabench\.sandbox\.podman") as fault:
+        judge_exec(
+            tmp_path, saus, execution(acc=1.0), executed=tmp_path, runtime={"python_env": "/x"}
+        )
+    assert fault.value.cause == "sandbox_error"  # never a verdict: the run is redone
 
 
 # --------------------------------------------------------------------------- in the sandbox

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from openai_server import ScriptedServer, request_text
 
-from sabench.extract import chunk_paper, extract_paper, extract_saus, locate, normalize
+from sabench.extract import chunk_paper, extract_paper, extract_saus
+from sabench.grounding import locate, normalize
 from sabench.llm import LLMError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,6 +47,11 @@ UNITS: dict[str, list[dict[str, str]]] = {
         unit(
             "Gradient descent runs for 50 epochs.",
             "Learning rate 0.5, 50 epochs of full-batch gradient descent",
+        ),
+        # a true quote, but the claim's number is not the paper's: not grounded either
+        unit(
+            "`sine-noisy` has 3000 samples.",
+            "`sine-noisy` has 300 samples of a scalar input `x` drawn uniformly from [-3, 3]",
         ),
     ],
     "D2": [
@@ -155,8 +161,9 @@ def test_extraction_grounds_separates_and_merges(server: ScriptedServer, tmp_pat
         assert r["grounded"] is True and r["category"] == "own work" and r["weight"] == 1.0
         assert r["source"]  # the quote
     assert report.merged == 1
-    assert len(report.ungrounded) == 2 and len(report.cited) == 1
+    assert len(report.ungrounded) == 3 and len(report.cited) == 1
     assert any("50 epochs" in u for u in report.ungrounded)
+    assert any("3000 samples" in u for u in report.ungrounded)
     assert any("stopping time" in c for c in report.cited)
     # kept and flagged instead of dropped
     server.reset()
@@ -169,7 +176,7 @@ def test_extraction_grounds_separates_and_merges(server: ScriptedServer, tmp_pat
     )
     assert server.count == 0, "same prompts: answered from the cache"
     flagged = [r for r in rows2 if r["grounded"] is False]
-    assert len(flagged) == 2
+    assert len(flagged) == 3
     assert [r["category"] for r in rows2 if r["category"] == "cited work"] == ["cited work"]
 
 

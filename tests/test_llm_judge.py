@@ -19,6 +19,7 @@ import yaml
 from openai_server import ScriptedServer, request_text
 
 from sabench.contracts import JUDGMENT_COLUMNS
+from sabench.faults import Fault
 from sabench.grid import JUDGE_SOURCES, PACKAGE_DIR, judge_fingerprint
 from sabench.index import build_index
 from sabench.judges.llm_judge import (
@@ -199,17 +200,15 @@ def test_429_then_success(server: ScriptedServer, tmp_path: Path) -> None:
     assert not any(j.verdict == "error" for j in got.values())
 
 
-def test_500s_exhausting_retries_give_an_error_verdict(
+def test_500s_exhausting_retries_are_a_fault_redone_by_the_next_run(
     server: ScriptedServer, tmp_path: Path
 ) -> None:
     server.set_script([{"match": "Claim ridge-gd-D2-001 ", "replies": [{"status": 500}]}, scripted])
-    got = by_id(judge_llm(JUDGE, settings(server, tmp_path, max_retries=2), DRIFTED, SAUS))
-    err = got["ridge-gd-D2-001"]
-    assert (err.verdict, err.score, err.failure_mode) == ("error", None, None)
-    assert "server after 3 attempt(s)" in err.reasoning
+    with pytest.raises(Fault, match=r"1 of .* SAUs not judged: server after 3 attempt") as fault:
+        judge_llm(JUDGE, settings(server, tmp_path, max_retries=2), DRIFTED, SAUS)
+    assert fault.value.cause == "provider_error"
     assert server.count == len(SAUS) - 1 + 3
-    assert sum(j.verdict == "error" for j in got.values()) == 1
-    # the failure is not cached: a rerun asks again (and now gets an answer)
+    # the answered SAUs are cached, the failure is not: the rerun asks for that one alone
     server.set_script([scripted])
     server.reset()
     got = by_id(judge_llm(JUDGE, settings(server, tmp_path), DRIFTED, SAUS))
@@ -247,10 +246,9 @@ def test_slow_reply_past_the_timeout(server: ScriptedServer, tmp_path: Path) -> 
         [{"match": "Claim ridge-gd-D4-002 ", "replies": [{"delay": 3, "content": "{}"}]}, scripted]
     )
     cfg = settings(server, tmp_path, timeout_s=0.5, max_retries=1)
-    got = by_id(judge_llm(JUDGE, cfg, DRIFTED, SAUS))
-    assert got["ridge-gd-D4-002"].verdict == "error"
-    assert "timeout after 2 attempt(s)" in got["ridge-gd-D4-002"].reasoning
-    assert sum(j.verdict == "error" for j in got.values()) == 1
+    with pytest.raises(Fault, match=r"1 of .* SAUs not judged: timeout after 2 attempt") as fault:
+        judge_llm(JUDGE, cfg, DRIFTED, SAUS)
+    assert fault.value.cause == "provider_unreachable"
 
 
 def test_rerun_makes_zero_requests_and_the_same_table(
@@ -310,6 +308,7 @@ def test_reply_model_rules() -> None:
         {"reasoning": "r", "verdict": "partial", "score": 1},
         {"reasoning": "r", "verdict": "partial", "score": 0.6},
         {"reasoning": "r", "verdict": "great", "score": 1},
+        {"reasoning": "r", "verdict": "missing", "score": "NaN"},  # once snapped to 0
     ):
         with pytest.raises(ValueError):
             JudgeReply.model_validate(bad)

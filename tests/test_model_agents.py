@@ -198,13 +198,14 @@ def test_cost_limit(server: ScriptedServer, view: Path, tmp_path: Path, runtime:
     assert record["steps"] == 2 and record["cost_usd"] == pytest.approx(2.6)
 
 
-def test_model_failure_is_a_status(
+def test_a_rejected_key_is_a_fault(
     server: ScriptedServer, view: Path, tmp_path: Path, runtime: dict
 ) -> None:
     server.set_script([{"replies": [{"status": 401, "error": "bad key"}]}])
     record, run_dir = _run(_agent(server, tmp_path), view, tmp_path, runtime)
-    assert record["status"] == "error" and record["error"]
-    assert SECRET not in (run_dir / "agent.json").read_text()
+    assert (record["status"], record["fault"]) == ("fault", "auth_rejected") and record["error"]
+    assert not (run_dir / "agent.json").exists()
+    assert SECRET not in (run_dir / "faults" / "reproduce.json").read_text()
 
 
 def test_pipeline_agent(server: ScriptedServer, view: Path, tmp_path: Path, runtime: dict) -> None:

@@ -1,30 +1,106 @@
-"""make_report on tables from real aggregated trees: valid, non-empty, deterministic files."""
+"""make_report on tables from real aggregated trees: valid, non-empty, deterministic files, and the
+explorer's pages (summary, agents, papers, runs, disagreements) with the run folders' code."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_aggregate import GRID, PAPERS, build_tree
+from test_aggregate import GRID, PAPERS, build_tree, write_paper
 
 from sabench import aggregate as agg
 from sabench.report import IMAGES, make_report
+from sabench.report_site import slug
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REPO = Path(__file__).resolve().parents[1]
+MAIN_PY = (
+    "import numpy as np\n"
+    "\n"
+    "def fit(X, y):\n"
+    "    lr = 0.5  # the paper says 0.05\n"
+    "    return np.linalg.solve(X.T @ X, X.T @ y)\n"
+)
+PAPER_MD = (
+    "# Title of P1\n\n"
+    "We train with gradient descent.\n"
+    "The learning rate is 0.05 and we run 200 epochs, as in prior work.\n\n"
+    "## Method\n\nThe loss is the mean squared error.\n"
+)
+QUOTE = "The learning rate is 0.05"
 
 
 def check_outputs(paths: list[Path], out: Path) -> None:
-    assert [p.name for p in paths] == [*IMAGES, "index.html"]
+    assert [p.name for p in paths] == [*IMAGES, "index.html", "site"]
     for name in IMAGES:
         data = (out / name).read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 1000, name
-    page = (out / "index.html").read_text(encoding="utf-8")
-    assert page.startswith("<!DOCTYPE html>") and page.count("data:image/png;base64,") == 3
-    assert not list(out.glob(".*tmp*"))
+    for page in (out / "index.html", out / "site" / "index.html"):
+        text = page.read_text(encoding="utf-8")
+        assert text.startswith("<!DOCTYPE html>") and text.count("data:image/png;base64,") == 3
+    assert (out / "site" / "assets" / "report.css").stat().st_size > 1000
+    assert (out / "site" / "assets" / "report.js").is_file()
+    assert not [p for p in out.rglob("*") if ".tmp" in p.name]
+
+
+def local_links(page: Path) -> list[str]:
+    """Every relative href/src of a page (anchors and data URIs left out)."""
+    text = page.read_text(encoding="utf-8")
+    links = re.findall(r'(?:href|src)="([^"#]+)(?:#[^"]*)?"', text)
+    return [link for link in links if not link.startswith(("data:", "http:", "https:"))]
+
+
+def rich_tree(root: Path) -> dict[str, pd.DataFrame]:
+    """The aggregate tree plus what the run pages read: code, a log, a transcript, the paper's
+    text and quotes; A/P1/0's drifted SAU a2 cites main.py:4."""
+    build_tree(root, reference=True)
+    write_paper(
+        root,
+        "P1",
+        [
+            {"sau_id": "a1", "dimension": "D1", "source": "we run 200 epochs"},
+            {"sau_id": "a2", "dimension": "D1", "source": QUOTE, "claim": "lr is 0.05"},
+            {"sau_id": "b1", "dimension": "D2", "source": "the mean squared error"},
+        ],
+    )
+    (root / "papers" / "P1" / "paper.md").write_text(PAPER_MD)
+    for agent, paper, seed in GRID:
+        folder = root / "runs" / agent / paper / seed
+        (folder / "submission").mkdir(parents=True, exist_ok=True)
+        (folder / "submission" / "main.py").write_text(MAIN_PY)
+        (folder / "execution.log").write_text(
+            "".join(f"log line {i}\n" for i in range(100)) + "[sabench] status=ok exit_code=0\n"
+        )
+    events = [
+        {"step": 0, "role": "system", "content": "You reproduce papers.", "t": 1.0},
+        {"step": 1, "role": "assistant", "content": "I write main.py", "t": 2.0},
+    ]
+    (root / "runs" / "A" / "P1" / "0" / "transcript.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in events)
+    )
+    tables = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    judgments = tables["judgments"]
+    drift = (
+        (judgments["agent"] == "A")
+        & (judgments["paper"] == "P1")
+        & (judgments["seed"] == "0")
+        & (judgments["sau_id"] == "a2")
+        & (judgments["judge"] == "static")
+    )
+    assert drift.sum() == 1
+    judgments.loc[drift, "reasoning"] = "Value mismatch: the paper's 0.05 is 0.5 (main.py:4)."
+    judgments["evidence"] = [
+        [{"file": "main.py", "start": 4, "end": 4}, {"file": "gone.py", "start": 1, "end": 2}]
+        if hit
+        else ev
+        for ev, hit in zip(judgments["evidence"], drift, strict=True)
+    ]
+    return tables
 
 
 @pytest.fixture()
@@ -33,25 +109,64 @@ def full_tables(tmp_path: Path) -> dict[str, pd.DataFrame]:
     return agg.aggregate(root, GRID, list(PAPERS), root / "tables")
 
 
+@pytest.fixture()
+def rich(tmp_path: Path) -> tuple[Path, Path]:
+    """(results root, report folder) of the rich tree's report."""
+    root = tmp_path / "results"
+    tables = rich_tree(root)
+    out = tmp_path / "report"
+    check_outputs(make_report(tables, out, root, config_hash="cafe1234"), out)
+    return root, out
+
+
 def test_report_writes_pngs_and_html(full_tables: dict, tmp_path: Path) -> None:
     out = tmp_path / "report"
     paths = make_report(full_tables, out)
     check_outputs(paths, out)
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "Agreement with the reference judge" in page and "<td>static</td>" in page
+    # one page per agent, paper and run of the tables; every local link of every page resolves
+    site = out / "site"
+    assert {p.stem for p in (site / "agents").glob("*.html")} == {"A", "B"}
+    assert {p.stem for p in (site / "papers").glob("*.html")} == set(PAPERS)
+    runs = {
+        tuple(p.relative_to(site / "runs").with_suffix("").parts)
+        for p in site.rglob("runs/**/*.html")
+    }
+    assert runs == set(GRID)
+    pages = [out / "index.html", *site.rglob("*.html")]
+    for page in pages:
+        for link in local_links(page):
+            assert (page.parent / link).resolve().is_file(), (page, link)
 
 
-def test_report_is_deterministic(full_tables: dict, tmp_path: Path) -> None:
-    first = [p.read_bytes() for p in make_report(full_tables, tmp_path / "a")]
-    second = [p.read_bytes() for p in make_report(full_tables, tmp_path / "b")]
-    assert first == second
+def test_report_is_deterministic(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    tables = rich_tree(root)
+    make_report(tables, tmp_path / "a", root)
+    make_report(tables, tmp_path / "b", root)
+    files = sorted(
+        p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )
+    assert len(files) > 15
+    assert files == sorted(
+        p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*") if p.is_file()
+    )
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+    # a rebuild into the same folder drops the pages of runs no longer in the tables
+    fewer = {**tables, "runs": tables["runs"][tables["runs"]["agent"] == "A"]}
+    fewer["judgments"] = tables["judgments"][tables["judgments"]["agent"] == "A"]
+    fewer["scores_by_run"] = tables["scores_by_run"][tables["scores_by_run"]["agent"] == "A"]
+    make_report(fewer, tmp_path / "a", root)
+    assert not (tmp_path / "a" / "site" / "runs" / "B").exists()
 
 
 def test_report_one_agent_one_paper(tmp_path: Path) -> None:
     root = build_tree(tmp_path / "r", grid=[("B", "P2", "0")])
     tables = agg.aggregate(root, [("B", "P2", "0")], ["P2"], root / "tables")
     out = tmp_path / "report"
-    check_outputs(make_report(tables, out), out)
+    check_outputs(make_report(tables, out, root), out)
 
 
 def test_report_on_empty_tables(tmp_path: Path) -> None:
@@ -62,25 +177,131 @@ def test_report_on_empty_tables(tmp_path: Path) -> None:
     for given in (tables, {}):
         out = tmp_path / f"report-{len(given)}"
         check_outputs(make_report(given, out), out)
+        assert "(no scores)" in (out / "index.html").read_text(encoding="utf-8")
 
 
 def test_html_escapes_names(full_tables: dict, tmp_path: Path) -> None:
-    scores = full_tables["scores_by_agent"].copy()
-    scores["agent"] = scores["agent"].replace({"A": "<script>x</script>"})
-    make_report({**full_tables, "scores_by_agent": scores}, tmp_path / "out")
-    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
-    assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+    bad = "<script>x</script>"
+    tables = {
+        name: frame.replace({"agent": {"A": bad}}) if "agent" in frame else frame
+        for name, frame in full_tables.items()
+    }
+    make_report(tables, tmp_path / "out")
+    pages = [tmp_path / "out" / "index.html", *(tmp_path / "out" / "site").rglob("*.html")]
+    assert any(bad in str(p) or slug(bad) in str(p) for p in pages)  # its pages exist
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert "<script>x" not in text, page
+    assert "&lt;script&gt;x&lt;/script&gt;" in (tmp_path / "out" / "index.html").read_text()
+    assert slug(bad) != bad and "/" not in slug(bad) and not slug("..").startswith(".")
 
 
-def test_cli(full_tables: dict, tmp_path: Path) -> None:
-    tables_dir = tmp_path / "results" / "tables"
+def summary(tables: dict, out: Path) -> str:
+    make_report(tables, out)
+    return (out / "index.html").read_text(encoding="utf-8")
+
+
+def test_scores_over_few_papers_are_marked(full_tables: dict, tmp_path: Path) -> None:
+    """Two papers: every score marked and the note shown; over 5 papers neither."""
+    page = summary(full_tables, tmp_path / "few")
+    assert '<span class="s">0.562 †</span>' in page
+    assert '<span class="ci">[' in page
+    assert '<p class="note">† interval over fewer than 5 papers</p>' in page
+    many = full_tables["scores_by_agent"].assign(n_papers=5, few_papers=False)
+    plain = summary({**full_tables, "scores_by_agent": many}, tmp_path / "many")
+    assert "†" not in plain and '<span class="s">0.562</span>' in plain
+    # tables written before the flag existed: the same rule, on n_papers
+    old = full_tables["scores_by_agent"].drop(columns="few_papers")
+    assert summary({**full_tables, "scores_by_agent": old}, tmp_path / "old") == page
+
+
+def test_summary_coverage_incomplete_cost_provenance(full_tables: dict, tmp_path: Path) -> None:
+    incomplete = pd.DataFrame(
+        [["A", "P2", "1", "static", "judge-static", "provider", "rate limited (HTTP 429)"]],
+        columns=agg.INCOMPLETE_COLUMNS,
+    )
+    page = summary({**full_tables, "incomplete_runs": incomplete}, tmp_path / "r")
+    assert '<h2 id="coverage">Coverage</h2>' in page and "n_runs_incomplete" in page
+    assert '<h2 id="incomplete">Not complete</h2>' in page
+    assert "<td>rate limited (HTTP 429)</td>" in page and "<td>judge-static</td>" in page
+    # cost: 3 runs of A at 10 + 5 tokens and $0.01 each (write_run's agent.json)
+    assert "<td>A</td><td>3</td><td>30</td><td>15</td><td>0.0300</td>" in page
+    assert "static-v1" in page and "reference-v1" in page  # the judges' fingerprints
+    assert "sabench version" in page and "git commit" in page
+    assert "Not complete" not in summary(full_tables, tmp_path / "none")
+
+
+def test_run_page_shows_the_drift_beside_the_paper(rich: tuple[Path, Path]) -> None:
+    _, out = rich
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert 'href="site/runs/A/P1/0.html"' in index  # the matrix links the run
+    page = (out / "site" / "runs" / "A" / "P1" / "0.html").read_text(encoding="utf-8")
+    sections = re.findall(r'<section class="sau f[^"]*" id="sau-(\w+)"', page)
+    assert sections == ["a1", "a2", "b1"]
+    a2 = page[page.index('id="sau-a2"') :].split("</section>")[0]
+    # the paper's sentence, its quote marked, beside both judges and the cited line
+    assert f"<mark>{QUOTE}</mark> and we run 200 epochs" in a2
+    assert "lr is 0.05" in a2 and "Value mismatch: the paper&#39;s 0.05 is 0.5" in a2
+    assert '<span class="v v-drifted">drifted</span>' in a2
+    assert '<span class="v v-partial">partial</span>' in a2  # the reference judge
+    assert "<code>main.py:4</code>" in a2 and '<span class="hit"><span class="ln">4</span>' in a2
+    assert '<span class="ctx"><span class="ln">3</span>' in a2  # the code around it, dimmed
+    assert '<span class="ln">2</span>' in a2 and '<span class="ln">1</span>' not in a2
+    assert re.search(r'<span class="ln">4</span>.*lr.*0\.5.*# the paper says 0\.05', a2)
+    assert '<span class="tc"># the paper says 0.05</span>' in a2  # highlighted
+    assert '<span class="tk">import</span> numpy <span class="tk">as</span> np' in page
+    assert "gone.py:1-2" in a2 and "file not in the submission folder" in a2
+    assert "judges disagree" in a2
+    # execution: status, exit code, metrics, the log's tail (not its head); the transcript
+    assert "log line 99" in page and "log line 10\n" not in page
+    assert "<th>acc</th><td>0.900000</td>" in page
+    assert '<details class="transcript"><summary>Agent transcript (2 events)</summary>' in page
+    assert "I write main.py" in page
+    other = (out / "site" / "runs" / "B" / "P1" / "0.html").read_text(encoding="utf-8")
+    assert "transcript" not in other
+    assert "config hash" in index and "cafe1234" in index
+    assert "2025-01-01T00:00:00Z" in index  # the runs' date, from their records
+
+
+def test_evidence_outside_the_submission_is_not_read(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    tables = rich_tree(root)
+    (root / "secret.txt").write_text("TOP-SECRET\n")
+    judgments = tables["judgments"].copy()
+    judgments["evidence"] = [[{"file": "../../../../../secret.txt", "start": 1, "end": 1}]] * len(
+        judgments
+    )
+    make_report({**tables, "judgments": judgments}, tmp_path / "out", root)
+    for page in (tmp_path / "out" / "site").rglob("*.html"):
+        assert "TOP-SECRET" not in page.read_text(encoding="utf-8"), page
+
+
+def test_paper_page_and_disagreements(rich: tuple[Path, Path]) -> None:
+    _, out = rich
+    paper = (out / "site" / "papers" / "P1.html").read_text(encoding="utf-8")
+    columns = re.findall(
+        r'<th class="col" data-col="(\d+)"><a href="../([^"]+)">([^<]+)</a>', paper
+    )
+    assert [c[2] for c in columns] == ["A / seed 0", "A / seed 1", "B / seed 0"]
+    assert 'data-left="0" data-right="2"' in paper  # the first seeds of two agents, side by side
+    assert paper.count('id="sau-') == 3
+    index = (out / "site" / "disagreements.html").read_text(encoding="utf-8")
+    per_paper = (out / "site" / "disagreements" / "P1.html").read_text(encoding="utf-8")
+    # static and reference differ on every SAU except those both call aligned
+    assert 'href="../runs/A/P1/0.html#sau-a2"' in per_paper
+    assert 'href="../runs/A/P1/1.html#sau-a1"' not in per_paper  # both: aligned, 1.0
+    assert "main.py:4" in per_paper and re.search(r"<td>\d+</td>", index)
+
+
+def test_cli(rich: tuple[Path, Path], tmp_path: Path) -> None:
+    root, _ = rich
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "sabench.report",
             "--tables",
-            str(tables_dir),
+            str(root / "tables"),
             "--out",
             str(tmp_path / "cli"),
         ],
@@ -90,4 +311,7 @@ def test_cli(full_tables: dict, tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    check_outputs([tmp_path / "cli" / n for n in (*IMAGES, "index.html")], tmp_path / "cli")
+    out = tmp_path / "cli"
+    check_outputs([out / n for n in (*IMAGES, "index.html", "site")], out)
+    run = (out / "site" / "runs" / "A" / "P1" / "0.html").read_text(encoding="utf-8")
+    assert "log line 99" in run  # the run folders, from the tables folder's parent

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sandbox_access import assert_outputs_follow, assert_read_and_written, paper_agent_execute
 
 from sabench.errors import UserError
 from sabench.sandbox import Mount, RunResult, Sandbox, SandboxSpec, get_backend
@@ -241,6 +242,61 @@ def test_bwrap_cannot_start_is_sandbox_error(sandbox_env: Path, tmp_path: Path) 
     )
     assert res.status == "sandbox_error" and "not installed" in res.message
     assert "sandbox_error" in log
+
+
+# --- bwrap: the paper and /submission as the workflow makes them ----------------------------------
+
+
+@pytest.mark.bwrap
+def test_bwrap_reads_the_ingested_paper_and_writes_its_submission(
+    bwrap: BwrapSandbox, sandbox_env: Path, tmp_path: Path
+) -> None:
+    """Ingest's view, a command agent's folder, the executed copy: read and written by the
+    sandbox's uid 1000 (this user outside), and left with the umask's modes for the group."""
+    out = paper_agent_execute(tmp_path, 0o022, {"backend": "bwrap", "python_env": str(sandbox_env)})
+    assert_read_and_written(out)
+    assert (out["run"] / "submission" / "agent-uid.txt").read_text().strip() == "1000"
+    assert_outputs_follow(out, 0o022)
+
+
+@pytest.mark.bwrap
+def test_bwrap_as_root_opens_a_foreign_paper_and_faults_on_a_foreign_workdir(
+    bwrap: BwrapSandbox, sandbox_env: Path, tmp_path: Path
+) -> None:
+    """Root's sandbox user has no capabilities, so no DAC override: a paper view another user
+    owns (0700) is opened up for it; a workdir it cannot write is a sandbox_error before the run,
+    not a "failed" reproduce.sh."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (to own files as another user)")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "reproduce.sh").write_text("cat /paper/paper.md > seen.md\n")
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "paper.md").write_text("# The paper\n")
+    for path, mode in ((paper, 0o700), (paper / "paper.md", 0o600)):
+        os.chown(path, 4321, 4321)
+        path.chmod(mode)
+    spec = SandboxSpec(
+        command=["bash", "reproduce.sh"],
+        workdir=work,
+        ro_mounts=[Mount(paper, "/paper")],
+        python_env=sandbox_env,
+        time_limit_s=30,
+        mem_mb=512,
+        output_limit_mb=64,
+    )
+    res = bwrap.run(spec, tmp_path / "run.log")
+    assert res.status == "ok", (res, (tmp_path / "run.log").read_text())
+    assert (work / "seen.md").read_text() == "# The paper\n"
+    assert "read-only mount entries readable for the sandbox" in res.message
+    assert (paper / "paper.md").stat().st_uid == 4321  # opened up, not taken over
+    os.chown(work, 4321, 4321)
+    work.chmod(0o700)
+    res = bwrap.run(spec, tmp_path / "run.log")
+    assert res.status == "sandbox_error", res
+    assert "(uid 0 on the host) cannot write /submission" in res.message
+    assert "mode 0700, owner 4321:4321" in res.message
 
 
 # --- bwrap: hostile scripts ----------------------------------------------------------------------

@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 from sabench.errors import UserError
+from sabench.grounding import PaperText, ground
 from sabench.io import read_parquet_metadata
 from sabench.saus import (
     build_saus,
     import_paper_saus,
     import_rubric,
     import_sabench,
-    is_grounded,
     sau_set_hash,
 )
 
@@ -197,6 +197,10 @@ def test_sabench_shape_and_unknown_dimension(tmp_path: Path) -> None:
         import_sabench(path, "x")
 
 
+def is_grounded(claim: str, source: str, text: str) -> bool:
+    return ground(claim, source, PaperText(text)).grounded
+
+
 def test_grounding() -> None:
     assert is_grounded("anything", "learning rate of 0.05 for 200 epochs", PAPER_TEXT)
     assert is_grounded(
@@ -204,6 +208,45 @@ def test_grounding() -> None:
     )
     assert not is_grounded("The learning rate is 0.5", "Sec 3", PAPER_TEXT)
     assert not is_grounded("Transformers with rotary embeddings", "Appendix", PAPER_TEXT)
+
+
+@pytest.mark.parametrize(
+    ("paper", "claim", "source", "grounded"),
+    [
+        # a near-verbatim quote with another number is a wrong quote
+        ("We use a learning rate of 0.1.", "lr 0.1", "We use a learning rate of 0.2.", False),
+        # 0.2 is not read inside 0.25 or 10.2, neither in a quote nor in a claim
+        ("We use a learning rate of 0.25.", "lr 0.25", "We use a learning rate of 0.2", False),
+        ("Weight decay is 10.2 here.", "The weight decay is 0.2 here", "Sec 2", False),
+        # the quote is right, the claim's number is not in the paper
+        ("We use a learning rate of 0.1.", "lr 0.2", "We use a learning rate of 0.1.", False),
+        # one value, other spellings
+        ("We use a learning rate of 1e-3 here.", "The learning rate is 0.001", "Sec 2", True),
+        ("We use a learning rate of 10^-3.", "lr 1e-3", "We use a learning rate of 10^-3.", True),
+        ("Dropout of 10% is used.", "Dropout is 0.1", "Dropout of 10% is used.", True),
+    ],
+)
+def test_grounding_checks_numbers_as_values(
+    paper: str, claim: str, source: str, grounded: bool
+) -> None:
+    assert is_grounded(claim, source, paper) is grounded
+
+
+def test_curated_sau_quoting_a_wrong_number_is_not_grounded(tmp_path: Path) -> None:
+    """The curated import grounds as extraction does: the quote's numbers must be the paper's."""
+    folder = tmp_path / "ridge"
+    folder.mkdir()
+    (folder / "saus.yaml").write_text(
+        "paper: ridge\nsaus:\n"
+        "  - {id: r-D1-001, dimension: D1, claim: Gradient descent uses a learning rate of 0.2.,"
+        " source: We train with a learning rate of 0.2 for 200 epochs.}\n"
+        "  - {id: r-D1-002, dimension: D1, claim: Gradient descent uses a learning rate of 0.1.,"
+        " source: We train with a learning rate of 0.1 for 200 epochs.}\n"
+    )
+    paper = tmp_path / "paper.md"
+    paper.write_text(PAPER_TEXT.replace("0.05", "0.1"))
+    rows = build_saus(folder, paper, tmp_path / "saus.parquet")
+    assert {r["sau_id"]: r["grounded"] for r in rows} == {"r-D1-001": False, "r-D1-002": True}
 
 
 @pytest.mark.shared

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sabench import scoring
+from sabench import scoring, stats
 
 
 def judgments(rows: list[tuple], judge: str = "static") -> pd.DataFrame:
@@ -76,6 +76,27 @@ def test_agent_score_averages_seeds_within_paper_before_papers() -> None:
     assert list(agents["dimension"]) == ["overall", "D1", "D2", "D3"]
 
 
+def test_few_papers_flags_intervals_below_the_threshold() -> None:
+    """Two papers (RUNS) are flagged; the same runs spread over MIN_PAPERS papers are not."""
+    assert scoring.agent_scores(scoring.run_scores(RUNS))["few_papers"].tolist() == [True] * 4
+    many = pd.concat(
+        [RUNS.assign(paper=RUNS["paper"] + f"-{i}") for i in range(3)], ignore_index=True
+    )  # 6 papers in overall and D1; D2 and D3 each lie in 3 of them
+    agents = scoring.agent_scores(scoring.run_scores(many)).set_index("dimension")
+    assert agents["n_papers"].to_dict() == {"overall": 6, "D1": 6, "D2": 3, "D3": 3}
+    assert agents["few_papers"].to_dict() == {"overall": False, "D1": False, "D2": True, "D3": True}
+    assert agents["few_papers"].dtype == bool
+    edge = RUNS[RUNS["paper"] == "P1"]
+    edge = pd.concat(
+        [edge.assign(paper=f"P{i}") for i in range(stats.MIN_PAPERS)], ignore_index=True
+    )
+    at_threshold = by(scoring.agent_scores(scoring.run_scores(edge)), dimension="overall")
+    assert at_threshold["n_papers"] == stats.MIN_PAPERS and not at_threshold["few_papers"]
+    assert scoring.agent_scores(scoring.run_scores(RUNS.iloc[:0])).columns.tolist() == (
+        scoring.AGENT_SCORE_COLUMNS
+    )
+
+
 def test_fixed_verdicts_override_a_stray_score() -> None:
     frame = judgments([("A", "P", "0", "x", "D1", "missing", math.nan)])
     assert scoring.claim_scores(frame).tolist() == [0.0]
@@ -83,11 +104,11 @@ def test_fixed_verdicts_override_a_stray_score() -> None:
 
 def test_bootstrap_is_deterministic_and_degenerate_cases() -> None:
     values = [0.1, 0.4, 0.35, 0.8, 0.6]
-    assert scoring.bootstrap_ci(values) == scoring.bootstrap_ci(values)
-    low, high = scoring.bootstrap_ci(values)
+    assert stats.bootstrap_ci(values) == stats.bootstrap_ci(values)
+    low, high = stats.bootstrap_ci(values)
     assert low < sum(values) / len(values) < high
-    assert scoring.bootstrap_ci([0.3]) == (0.3, 0.3)
-    assert all(math.isnan(v) for v in scoring.bootstrap_ci([]))
+    assert stats.bootstrap_ci([0.3]) == (0.3, 0.3)
+    assert all(math.isnan(v) for v in stats.bootstrap_ci([]))
 
 
 def test_error_taxonomy_shares_sum_to_one() -> None:
@@ -195,24 +216,24 @@ def test_run_score_matches_sabench_reference(sabench_data: Path) -> None:
 
 
 def test_kappa_identical_and_hand_computed() -> None:
-    assert scoring.kappa_quadratic([0, 0.25, 0.5, 1, 1], [0, 0.25, 0.5, 1, 1]) == 1.0
+    assert stats.kappa_quadratic([0, 0.25, 0.5, 1, 1], [0, 0.25, 0.5, 1, 1]) == 1.0
     # binary: po = .75, pe = .5 -> 0.5 (quadratic = unweighted for two levels)
-    assert scoring.kappa_quadratic([0, 0, 1, 1], [0, 1, 1, 1], levels=None) == pytest.approx(0.5)
-    assert scoring.kappa_quadratic([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx(0.5)
+    assert stats.kappa_quadratic([0, 0, 1, 1], [0, 1, 1, 1], levels=None) == pytest.approx(0.5)
+    assert stats.kappa_quadratic([0, 0, 1, 1], [0, 1, 1, 1]) == pytest.approx(0.5)
     # three levels: observed weighted disagreement 1/12, expected 15/36 -> 1 - 1/5
-    assert scoring.kappa_quadratic([0, 0.5, 1], [0, 1, 1], levels=(0, 0.5, 1)) == pytest.approx(0.8)
+    assert stats.kappa_quadratic([0, 0.5, 1], [0, 1, 1], levels=(0, 0.5, 1)) == pytest.approx(0.8)
     # a constant rater against a varied one: no better than chance
-    assert scoring.kappa_quadratic([0, 0, 0, 0], [0, 0.5, 1, 0]) == pytest.approx(0.0)
-    assert math.isnan(scoring.kappa_quadratic([0, 0], [0, 0]))
-    assert math.isnan(scoring.kappa_quadratic([], []))
+    assert stats.kappa_quadratic([0, 0, 0, 0], [0, 0.5, 1, 0]) == pytest.approx(0.0)
+    assert math.isnan(stats.kappa_quadratic([0, 0], [0, 0]))
+    assert math.isnan(stats.kappa_quadratic([], []))
 
 
 def test_other_agreement_measures() -> None:
-    assert scoring.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
-    assert math.isnan(scoring.spearman([1, 1, 1], [1, 2, 3]))
-    assert scoring.exact_agreement([0, 0.5, 1], [0, 0.5, 0]) == pytest.approx(2 / 3)
-    assert scoring.mean_absolute_error([0, 0.5, 1], [0, 0.25, 0]) == pytest.approx(1.25 / 3)
-    assert scoring.snap([0.1, 0.3, 0.74, 0.9]).tolist() == [0.0, 0.25, 0.75, 1.0]
+    assert stats.spearman([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(0.8)
+    assert math.isnan(stats.spearman([1, 1, 1], [1, 2, 3]))
+    assert stats.exact_agreement([0, 0.5, 1], [0, 0.5, 0]) == pytest.approx(2 / 3)
+    assert stats.mean_absolute_error([0, 0.5, 1], [0, 0.25, 0]) == pytest.approx(1.25 / 3)
+    assert stats.snap([0.1, 0.3, 0.74, 0.9]).tolist() == [0.0, 0.25, 0.75, 1.0]
 
 
 def test_agreement_against_reference() -> None:

@@ -106,6 +106,7 @@ def test_scores_by_agent(demo: Path) -> None:
         "ci_low",
         "ci_high",
         "n_papers",
+        "few_papers",
     ]
     overall = scores[(scores.judge == "static") & (scores.dimension == "overall")].set_index(
         "agent"
@@ -117,6 +118,21 @@ def test_scores_by_agent(demo: Path) -> None:
     assert (demo / "report" / "index.html").is_file()
     for name in ("scores_by_agent", "verdicts", "heatmap"):
         assert (demo / "report" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_report_reaches_a_planted_drift_in_two_clicks(demo: Path) -> None:
+    """Summary -> the matrix's drifted x ridge-gd cell -> the run's "not aligned" link: the
+    planted learning rate (config.json:4, resources/manifests/drifted/) beside the paper's text."""
+    report = demo / "report"
+    summary = (report / "index.html").read_text(encoding="utf-8")
+    assert 'class="run-link" href="site/runs/drifted/ridge-gd/0.html"' in summary
+    page = (report / "site" / "runs" / "drifted" / "ridge-gd" / "0.html").read_text(
+        encoding="utf-8"
+    )
+    assert '<li><a href="#sau-ridge-gd-D1-001">ridge-gd-D1-001</a>' in page
+    sau = page[page.index('id="sau-ridge-gd-D1-001"') :].split("</section>")[0]
+    assert "<mark>Learning rate 0.05" in sau and "<code>config.json:4</code>" in sau
+    assert re.search(r'<span class="hit"><span class="ln">4</span>.*learning_rate.*0\.005', sau)
 
 
 def test_executions_recorded(demo: Path) -> None:
@@ -232,11 +248,28 @@ def test_one_paper_reruns_alone(demo: Path) -> None:
     )
 
 
+def test_a_one_paper_run_updates_the_grids_tables(demo: Path) -> None:
+    """``--config papers=P`` reruns P's jobs only; the tables still cover every paper of the grid."""
+    before = pd.read_parquet(demo / "tables" / "scores_by_run.parquet")
+    paper = sorted(before["paper"].unique())[0]
+    proc = snakemake("--config", f"results={demo}", f"papers={paper}", "--forcerun", "judge")
+    log = proc.stdout + proc.stderr
+    assert {"judge", "aggregate", "report"} <= set(re.findall(r"^(?:local)?rule (\w+):", log, re.M))
+    assert set(re.findall(r"paper=([\w.-]+)", log)) == {paper}, "only that paper's jobs run"
+    after = pd.read_parquet(demo / "tables" / "scores_by_run.parquet")
+    assert set(after["paper"]) == set(before["paper"]) and len(after) == len(before)
+    assert pd.read_parquet(demo / "tables" / "incomplete_runs.parquet").empty
+    # back to the whole grid: nothing to redo, only the tables of its (other) set of inputs
+    dry = snakemake("-n", "--config", f"results={demo}").stdout
+    assert set(re.findall(r"^(?:local)?rule (\w+):", dry, re.M)) <= {"aggregate", "report", "all"}
+
+
 def test_snakemake_report(demo: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     snakemake("--report", str(out), "--config", f"results={demo}")
     html = out.read_text(errors="replace")
     assert "scores_by_agent.png" in html and "heatmap.png" in html
+    assert "index.html" in html and "Explorer" in html  # the report's summary page
 
 
 def test_config_error_is_one_line(tmp_path: Path) -> None:
@@ -271,6 +304,19 @@ def test_bad_paper_fails_alone_with_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in log
     good = results / "runs" / "reference" / "ridge-gd" / "0" / "judgments.parquet"
     assert good.is_file(), "the other paper's work must go on and be kept"
+    # and it is tabulated: the broken paper costs that paper only, and is named
+    scores = pd.read_parquet(results / "tables" / "scores_by_run.parquet")
+    assert set(scores["paper"]) == {"ridge-gd"}
+    incomplete = pd.read_parquet(results / "tables" / "incomplete_runs.parquet")
+    broken = incomplete[incomplete.paper == "broken"]
+    assert set(broken.stage) == {"saus"} and set(broken.cause) == {"failed"}
+    assert "duplicate SAU id" in broken["message"].iloc[0]
+    # agents=reference narrowed this run, not the grid: the other agents' runs are not run yet
+    others = incomplete[incomplete.paper != "broken"]
+    assert set(others.agent) == {"drifted", "null"} and set(others.cause) == {"not_run"}
+    summary = (results / "tables" / "summary.md").read_text()
+    assert "`reference/broken/0` saus: failed" in summary
+    assert (results / "report" / "index.html").is_file()
 
 
 def test_lint_is_clean() -> None:

@@ -5,9 +5,7 @@ Kinds implemented here: ``replay`` (copy an existing submission) and ``null`` (s
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import shutil
 import sys
 import time
@@ -16,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench import __version__
+from sabench.faults import FAULT_EXIT, clear_fault, record_fault
 from sabench.io import atomic_path, write_json
 
 #: Folders never copied from a replayed submission: VCS data and caches say nothing about the code.
@@ -164,6 +163,13 @@ def run_agent(
         "started_at": started,
         "sabench_version": __version__,
     }
+    if status == "fault":
+        # not a record of the run: the run is incomplete until the same command redoes it
+        data["fault"] = outcome.fault if outcome else "internal_error"
+        record_fault(record.parent, "reproduce", data["fault"], str(error or ""), record=data)
+        record.unlink(missing_ok=True)
+        return data
+    clear_fault(record.parent, "reproduce")
     write_json(record, data)
     return data
 
@@ -171,27 +177,29 @@ def run_agent(
 def main(argv: list[str] | None = None) -> int:
     """Run one agent on one paper; the workflow's reproduce rule calls this too."""
     from sabench.grid import load_agents
-    from sabench.steps import step
+    from sabench.steps import ArgumentParser, json_object, step
 
-    parser = argparse.ArgumentParser(description="Run one agent on one paper into a run folder.")
+    parser = ArgumentParser(description="Run one agent on one paper into a run folder.")
     parser.add_argument("agent")
     parser.add_argument("paper")
     parser.add_argument("--seed", default="0")
     parser.add_argument("--agents-file", type=Path, default=Path("config/agents.yaml"))
     parser.add_argument(
-        "--spec", type=json.loads, help="the agent's settings as JSON (instead of --agents-file)"
+        "--spec", type=json_object, help="the agent's settings as JSON (instead of --agents-file)"
     )
     parser.add_argument("--repo", type=Path, default=Path.cwd(), help="base of relative paths")
     parser.add_argument("--agent-view", type=Path, help="the paper as the agent sees it (/paper)")
     parser.add_argument(
         "--runtime",
-        type=json.loads,
+        type=json_object,
         default={},
         help="sandbox settings for the agent's tools (JSON)",
     )
     parser.add_argument("--out", type=Path, required=True, help="run folder")
     args = parser.parse_args(argv)
-    with step(None, "reproduce") as log:
+    from sabench.locks import job_guard
+
+    with step(None, "reproduce") as log, job_guard(args.out, "reproduce"):
         agents = {args.agent: args.spec} if args.spec else load_agents(args.agents_file)
         if args.agent not in agents:
             from sabench.errors import UserError
@@ -212,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
             log.warning("%s", data["error"])
         for refused in data["refused"]:
             log.warning("refused archive member %s", refused)
+    if data["status"] == "fault":
+        print(
+            f"fault: reproduce: {data['fault']}: {data['error']} (recorded in "
+            f"{args.out / 'faults' / 'reproduce.json'}; not scored: run the same command again "
+            "once the cause is fixed)",
+            file=sys.stderr,
+        )
+        return FAULT_EXIT
     print(f"{args.agent}/{args.paper}/{args.seed}: {data['status']} ({data['n_files']} files)")
     return 0
 

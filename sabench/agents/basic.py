@@ -34,9 +34,25 @@ class AgentOutcome:
     cost_usd: float = 0.0
     error: str | None = None
     limit: str | None = None
+    #: status ``fault``: its cause (sabench.faults.FAULT_CAUSES); the run is redone, never scored
+    fault: str | None = None
     cached_calls: int = 0
     model: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def end_with_llm_error(out: AgentOutcome, exc: BaseException, redact: Any) -> None:
+    """The model call failed for good: a fault when the provider (or sabench) is to blame, a limit
+    when the conversation outgrew the model's context, else the agent's own ``error``."""
+    from sabench.faults import llm_fault_cause
+
+    message = redact(f"{type(exc).__name__}: {exc}")[:500]
+    if getattr(exc, "kind", None) == "context_window":
+        out.status, out.limit = "limit", f"context window: {message}"
+        return
+    out.error = message
+    out.fault = llm_fault_cause(exc)
+    out.status = "fault" if out.fault else "error"
 
 
 def llm_client(agent: dict[str, Any], seed: str) -> Any:
@@ -131,8 +147,8 @@ async def react_loop(
             from sabench.llm.client import stop_for_budget  # an exception only: import late
 
             stop_for_budget(exc)
-            out.status, out.error = "error", client.redact(f"{type(exc).__name__}: {exc}")[:500]
-            transcript.write(step=out.steps, event="error", error=out.error)
+            end_with_llm_error(out, exc, client.redact)
+            transcript.write(step=out.steps, event=out.status, error=out.error or out.limit)
             return out
         out.prompt_tokens += reply.prompt_tokens
         out.completion_tokens += reply.completion_tokens

@@ -79,8 +79,17 @@ def run_command(
             python_env=Path(env_path) if env_path and backend.needs_python_env else None,
         )
         result = backend.run(spec, log_path)
+        if result.status == "ok" and not any(tmp.iterdir()):
+            log.warning(
+                "agent command exited 0 but left /submission empty for %s seed %s (see %s)",
+                paper,
+                seed,
+                log_path,
+            )
     outcome.status = STATUS_OF.get(result.status, "error")
     outcome.steps = 1
+    if result.status == "sandbox_error":  # the sandbox failed the agent, not the other way round
+        outcome.status, outcome.fault = "fault", "sandbox_error"
     if result.status == "timeout":
         outcome.limit = f"time limit ({time_limit:.0f}s)"
     elif result.status != "ok":

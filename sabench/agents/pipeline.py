@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sabench.agents.basic import AgentOutcome, Transcript, llm_client
+from sabench.agents.basic import AgentOutcome, Transcript, end_with_llm_error, llm_client
 from sabench.agents.tools import ToolError, Workspace
 from sabench.io import atomic_path
 
@@ -154,10 +154,7 @@ def run_pipeline(
             from sabench.llm.client import stop_for_budget  # an exception only: import late
 
             stop_for_budget(exc)
-            outcome.status, outcome.error = (
-                "error",
-                client.redact(f"{type(exc).__name__}: {exc}")[:500],
-            )
+            end_with_llm_error(outcome, exc, client.redact)
         finally:
             transcript.close()
         if (tmp / "reproduce.sh").is_file():

@@ -13,7 +13,6 @@ when the drift rule ran, the drift-injection summary.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -117,7 +116,9 @@ def paperbench_table(tables: Path, data: Path) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from sabench.steps import ArgumentParser
+
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, required=True)
     parser.add_argument("--sabench-data", type=Path)
     parser.add_argument("--paperbench-data", type=Path)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench.contracts import Evidence, Judgment
+from sabench.errors import UserError, parse_error
 
 FORMATS = ("auto", "sabench", "paperbench")
 _PLACEHOLDER = re.compile(
@@ -83,34 +84,60 @@ def _reality(text: str) -> str:
     return match.group(1) if match else text
 
 
+def _verdict(node: Any, path: Path, where: str, reasoning_key: str) -> dict[str, Any] | None:
+    """One scored item of a verdict file, checked (None when it has no score)."""
+    if not isinstance(node, dict) or "id" not in node:
+        raise UserError(path, where, f"expected an object with id and score, not {node!r:.60}")
+    if node.get("score") is None:
+        return None
+    score = node["score"]
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        raise UserError(path, f"{where}.score", f"expected a number, not {score!r:.60}")
+    reasoning = str(node.get(reasoning_key) or "")
+    return {"score": float(score), "reasoning": reasoning}
+
+
 def read_verdicts(path: Path, fmt: str = "auto") -> dict[str, dict[str, Any]]:
     """SAU id -> {score, reasoning, evidence} from one verdict file."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise parse_error(path, exc) from None
+    except UnicodeDecodeError:
+        raise UserError(path, None, "not UTF-8 text") from None
+    if not isinstance(data, dict):
+        raise UserError(path, None, "expected an object (node_results, or dimensions with claims)")
     if fmt == "auto":
-        fmt = "paperbench" if isinstance(data, dict) and "node_results" in data else "sabench"
+        fmt = "paperbench" if "node_results" in data else "sabench"
     out: dict[str, dict[str, Any]] = {}
     if fmt == "paperbench":
-        for node in data.get("node_results") or []:
-            if node.get("score") is None:
-                continue
-            out[str(node["id"])] = {
-                "score": float(node["score"]),
-                "reasoning": str(node.get("reasoning") or ""),
-                "cue": _reality(str(node.get("reasoning") or "")),
-                "evidence": [],
-            }
+        nodes = data.get("node_results") or []
+        if not isinstance(nodes, list):
+            raise UserError(path, "node_results", "expected a list")
+        for i, node in enumerate(nodes):
+            found = _verdict(node, path, f"node_results[{i}]", "reasoning")
+            if found is not None:
+                out[str(node["id"])] = {
+                    **found,
+                    "cue": _reality(found["reasoning"]),
+                    "evidence": [],
+                }
         return out
-    for block in (data.get("dimensions") or {}).values():
-        for claim in block.get("claims") or []:
-            if claim.get("score") is None:
-                continue
-            reasoning = str(claim.get("judge_reasoning") or "")
-            out[str(claim["id"])] = {
-                "score": float(claim["score"]),
-                "reasoning": reasoning,
-                "cue": reasoning,
-                "evidence": _evidence(claim.get("evidence")),
-            }
+    dimensions = data.get("dimensions") or {}
+    if not isinstance(dimensions, dict):
+        raise UserError(path, "dimensions", "expected an object of dimensions")
+    for dim, block in dimensions.items():
+        claims = (block.get("claims") or []) if isinstance(block, dict) else None
+        if not isinstance(claims, list):
+            raise UserError(path, f"dimensions.{dim}", "expected an object with a list of claims")
+        for i, claim in enumerate(claims):
+            found = _verdict(claim, path, f"dimensions.{dim}.claims[{i}]", "judge_reasoning")
+            if found is not None:
+                out[str(claim["id"])] = {
+                    **found,
+                    "cue": found["reasoning"],
+                    "evidence": _evidence(claim.get("evidence")),
+                }
     return out
 
 

@@ -44,6 +44,7 @@ from sabench.checks import (
 )
 from sabench.contracts import Evidence, Judgment
 from sabench.errors import UserError
+from sabench.faults import Fault
 
 log = logging.getLogger("sabench.judges.exec")
 
@@ -70,10 +71,6 @@ FAILURE_MODE = {
 }
 #: Which part decides an SAU with both a check and expected results (first wins).
 _PRECEDENCE = ("fail", "placeholder", "missing", "error", "pass")
-
-
-class SandboxFault(Exception):
-    """No sandbox could be had for this run's checks (the reason is the message)."""
 
 
 def resolve_exec_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -207,7 +204,7 @@ def judge_exec(
                 backend = get_backend(run_cfg["backend"])
             except Exception as exc:  # no usable sandbox: every check of this run is an error
                 log.error("exec: no sandbox for the checks: %s: %s", type(exc).__name__, exc)
-                backend = SandboxFault(f"{type(exc).__name__}: {exc}")
+                raise Fault("sandbox_error", f"no sandbox for the checks: {exc}") from None
         name = getattr(backend, "name", "unavailable")
         env = env_identity(name, run_cfg)
         if cfg["cache"]:
@@ -220,6 +217,7 @@ def judge_exec(
     limits = {k: cfg[k] for k in DEFAULT_LIMITS}
     spent = 0.0
     judgments = []
+    sandbox_faults: list[str] = []
     for sau in todo:
         t0 = time.monotonic()
         parts: list[tuple[str, Outcome, Evidence | None]] = []
@@ -227,8 +225,6 @@ def judge_exec(
         if check:
             if empty:
                 outcome = Outcome("missing", "the submission is empty: no code to check")
-            elif isinstance(backend, SandboxFault):
-                outcome = Outcome("error", f"sandbox fault: {backend}")
             else:
                 key = cache_key(check, sub_digest, view_digest, env, limits, str(sau["sau_id"]))
                 outcome = cache.get(key)
@@ -251,6 +247,8 @@ def judge_exec(
                     )
                     spent += time.monotonic() - t0
                     cache.put(key, outcome)
+                if outcome.status == "sandbox_error":
+                    sandbox_faults.append(outcome.detail)
                 if outcome.kind != "pass" and status_note:
                     outcome.detail += status_note
             where = outcome.where
@@ -273,5 +271,10 @@ def judge_exec(
                 cached=any(label == "check" and o.cached for label, o, _ in parts),
                 latency_s=round(time.monotonic() - t0, 4),
             )
+        )
+    if sandbox_faults:  # not the submission's doing: the run is redone, never scored
+        raise Fault(
+            "sandbox_error",
+            f"{len(sandbox_faults)} check(s) could not run: {sandbox_faults[0]}",
         )
     return judgments

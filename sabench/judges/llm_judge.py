@@ -28,10 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from sabench.contracts import DIMENSION_NAMES, Evidence, Judgment
 from sabench.index import CONFIG, CodeIndex, build_index
 from sabench.judges.static import GENERIC, _Context, _Judge, _vkey, analyze_claim
+from sabench.stats import nearest_level
 
 log = logging.getLogger("sabench.llm")
 
-LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 FIXED_SCORES = {"aligned": 1.0, "drifted": 0.0, "missing": 0.0, "placeholder": 0.0}
 DEFAULT_FAILURE = {
     "drifted": "implementation_mismatch",
@@ -117,8 +117,8 @@ class JudgeReply(BaseModel):
     @classmethod
     def _level(cls, v: Any) -> float:
         x = float(v)
-        best = min(LEVELS, key=lambda level: abs(level - x))
-        if abs(best - x) > 0.02:
+        best = nearest_level(x)
+        if not abs(best - x) <= 0.02:  # NaN fails too
             raise ValueError(f"score {x} is not on the scale 0, 0.25, 0.5, 0.75, 1")
         return best
 
@@ -495,6 +495,7 @@ def judge_llm(
 
     ``log_path``: the run's execution.log (default: next to the submission folder)."""
     from sabench.errors import UserError
+    from sabench.faults import Fault, llm_fault_cause
     from sabench.llm import LLMClient, LLMError, LLMSettings
 
     submission = Path(submission)
@@ -543,6 +544,7 @@ def judge_llm(
         except LLMError as exc:
             if exc.fatal:
                 raise
+            provider_faults.append(exc)
             return _error(sau, f"LLM call failed: {exc}")
         usage = {
             "prompt_tokens": result.prompt_tokens,
@@ -561,10 +563,19 @@ def judge_llm(
     async def all_saus() -> list[Judgment]:
         return list(await asyncio.gather(*(one(*p) for p in prompts)))
 
+    provider_faults: list[LLMError] = []
     try:
         judgments = asyncio.run(all_saus())
     except LLMError as exc:
-        setting = "llm_budget_usd" if exc.kind == "budget" else f"judge_settings[{name}]"
-        raise UserError(None, setting, client.redact(str(exc))) from None
+        if exc.kind == "budget":
+            raise UserError(None, "llm_budget_usd", client.redact(str(exc))) from None
+        raise Fault(llm_fault_cause(exc) or "provider_error", client.redact(str(exc))) from None
     log.info("%s: %d SAUs: %s", name, len(saus), client.usage.line())
+    if provider_faults:
+        # the answered SAUs are cached: the rerun that redoes this run asks only for the others
+        first = provider_faults[0]
+        raise Fault(
+            llm_fault_cause(first) or "provider_error",
+            f"{len(provider_faults)} of {len(saus)} SAUs not judged: {client.redact(str(first))}",
+        )
     return judgments

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from sabench.io import output_mode
+
 CACHE_VERSION = 1
 
 
@@ -50,6 +52,7 @@ class LLMCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=path.parent)
         try:
+            os.fchmod(fd, output_mode())  # a cache a cluster group shares: the umask's mode
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({**entry, "key": key}, fh, sort_keys=True, indent=1)
             os.replace(tmp, path)

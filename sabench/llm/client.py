@@ -71,7 +71,8 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 class LLMError(Exception):
     """A call that failed for good. ``kind``: rate_limit, server, timeout, connection, auth,
-    bad_request, config, budget (the grid's spending cap, :mod:`sabench.llm.budget`) or other.
+    bad_request, context_window (the conversation outgrew the model), config, budget (the grid's
+    spending cap, :mod:`sabench.llm.budget`) or other; :mod:`sabench.faults` says which are faults.
     ``fatal`` errors (auth, config, budget) end the job: every other call would fail the same way."""
 
     def __init__(self, kind: str, message: str, attempts: int = 1) -> None:
@@ -188,10 +189,15 @@ def _classify(exc: BaseException) -> tuple[str, bool, float | None]:
             retry_after = None
     if isinstance(exc, litellm.RateLimitError):
         return "rate_limit", True, retry_after
+    if isinstance(exc, litellm.ContextWindowExceededError):
+        return "context_window", False, None
     if isinstance(exc, litellm.Timeout | asyncio.TimeoutError):
         return "timeout", True, None
     if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError):
         return "auth", False, None
+    # litellm wraps the openai SDK's refused connection as an InternalServerError
+    if isinstance(exc, litellm.APIConnectionError) or "Connection error" in str(exc):
+        return "connection", True, None
     if isinstance(
         exc,
         litellm.InternalServerError | litellm.ServiceUnavailableError | litellm.BadGatewayError,

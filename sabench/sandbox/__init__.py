@@ -1,4 +1,4 @@
-"""One interface, several sandbox backends (ARCHITECTURE.md, "Sandbox").
+"""One interface, several sandbox backends (docs/architecture.md, "The sandbox interface").
 
 A stage asks for a backend by name (``local``, ``bwrap``, ``docker``, ``podman``, ``apptainer``,
 ``auto``), fills a :class:`SandboxSpec` and gets a :class:`RunResult`. Backends never raise for what the sandboxed code does: a failing, hung or

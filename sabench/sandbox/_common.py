@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sabench.errors import UserError
 from sabench.io import atomic_path
-from sabench.sandbox import SandboxSpec
+from sabench.sandbox import SUBMISSION_TARGET, SandboxSpec
 
 #: Host folders every sandbox sees read-only (where they exist); an env under one needs no bind.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -270,3 +270,92 @@ def kill_group(pgid: int) -> None:
     """SIGKILL a process group, ignoring one that is already gone."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _class_shift(st: os.stat_result, uid: int, gids: frozenset[int]) -> int:
+    """Which permission bits apply to ``uid``: owner (6), group (3) or other (0), as the kernel
+    checks a process without CAP_DAC_OVERRIDE (every sandbox user drops it)."""
+    if st.st_uid == uid:
+        return 6
+    return 3 if st.st_gid in gids else 0
+
+
+def _needs(st: os.stat_result, writable: bool) -> int:
+    """r (files), r-x (folders), rwx for the writable root."""
+    if stat.S_ISDIR(st.st_mode):
+        return 7 if writable else 5
+    return 6 if writable else 4
+
+
+def _entries(root: Path) -> list[tuple[Path, os.stat_result]]:
+    """``root`` and everything below it, links not followed (nor reported: their targets are)."""
+    out = [(root, os.stat(root))]
+    if stat.S_ISDIR(out[0][1].st_mode):
+        for dirpath, dirs, files in os.walk(root):
+            for name in dirs + files:
+                path = Path(dirpath, name)
+                with contextlib.suppress(OSError):
+                    st = os.lstat(path)
+                    if not stat.S_ISLNK(st.st_mode):
+                        out.append((path, st))
+    return out
+
+
+def share_read_only(spec: SandboxSpec, uid: int, gid: int) -> int:
+    """As root, let the sandbox user ``uid:gid`` read every read-only mount (the paper view):
+    read (and search, for folders) bits added where its permission class lacks them, nothing
+    taken away. A view made under umask 077, or by mkdtemp before sabench followed the umask, is
+    0700 root's, which a container running as uid 1000 cannot open. Returns entries changed."""
+    changed = 0
+    for mount in spec.ro_mounts:
+        for path, st in _entries(mount.source.resolve()):
+            shift = _class_shift(st, uid, frozenset({gid}))
+            want = _needs(st, False)
+            if stat.S_ISREG(st.st_mode) and st.st_mode & 0o111:
+                want |= 1  # an executable stays executable for the sandbox user
+            if (st.st_mode >> shift) & want != want:
+                try:
+                    os.chmod(path, stat.S_IMODE(st.st_mode) | (want << shift))
+                except OSError:  # read-only or immutable: access_faults names it
+                    continue
+                changed += 1
+    return changed
+
+
+def access_faults(
+    spec: SandboxSpec, submission: Path, uid: int, gids: set[int] | frozenset[int]
+) -> list[str]:
+    """What the sandbox user ``uid`` (in groups ``gids``) could not do: read an entry of a
+    read-only mount, or write the folder shown at /submission. A run that cannot read the paper or
+    write its output is the sandbox's fault, not the agent's: the caller makes it a
+    ``sandbox_error`` before the run instead of a hollow "ok". Judged by mode bits, as for a
+    process without CAP_DAC_OVERRIDE; when the sandbox user is this (non-root) user, by
+    ``os.access``, which also honours ACLs."""
+    groups = frozenset(gids)
+    ask_kernel = uid == os.geteuid() != 0
+    faults = []
+    checks = [(m.source.resolve(), m.target, False) for m in spec.ro_mounts]
+    checks.append((Path(submission), SUBMISSION_TARGET, True))
+    for source, target, writable in checks:
+        try:
+            entries = [(source, os.stat(source))] if writable else _entries(source)
+        except OSError as exc:
+            faults.append(f"cannot stat {target} (host {source}): {exc.strerror}")
+            continue
+        for path, st in entries:
+            want = _needs(st, writable)
+            if ask_kernel:
+                flags = (want & 4 and os.R_OK) | (want & 2 and os.W_OK) | (want & 1 and os.X_OK)
+                ok = os.access(path, flags)
+            else:
+                ok = (st.st_mode >> _class_shift(st, uid, groups)) & want == want
+            if not ok:
+                rel = path.relative_to(source).as_posix()
+                inside = target if rel == "." else f"{target}/{rel}"
+                what = "write" if writable else "read"
+                faults.append(
+                    f"the sandbox user (uid {uid} on the host) cannot {what} {inside} ({path}: mode "
+                    f"{stat.S_IMODE(st.st_mode):04o}, owner {st.st_uid}:{st.st_gid})"
+                )
+                break  # one per mount says enough
+    return faults

@@ -39,9 +39,11 @@ from sabench.sandbox import SUBMISSION_TARGET, RunResult, Sandbox, SandboxSpec
 from sabench.sandbox._common import (
     XFSZ_MESSAGE,
     LogCapture,
+    access_faults,
     classify,
     exit_code,
     kill_group,
+    share_read_only,
     tree_bytes,
     wait_for_exit,
     write_log,
@@ -258,6 +260,13 @@ class ApptainerSandbox(Sandbox):
         except (ValueError, OSError, RuntimeError, subprocess.SubprocessError) as exc:
             return _fail(log_path, header, capture, f"image: {exc}")
         self._image[spec.image] = image
+        # the calling user runs the container (as root: --no-privs, so no DAC override either)
+        uid, gid = os.geteuid(), os.getegid()
+        if uid == 0:
+            share_read_only(spec, uid, gid)
+        faults = access_faults(spec, spec.workdir, uid, {gid, *os.getgroups()})
+        if faults:
+            return _fail(log_path, header, capture, "; ".join(faults))
         argv = self.build_argv(spec, image, gpu_ids=gpu_ids)
         header.append(f"argv: {shlex.join(argv)}")
         used = tree_bytes(spec.workdir)
@@ -281,7 +290,12 @@ class ApptainerSandbox(Sandbox):
             return _fail(log_path, header, capture, f"cannot start apptainer: {exc}")
         assert proc.stdout is not None
         reader = capture.start_reader(proc.stdout.fileno())
-        waited = wait_for_exit(proc.pid, spec.time_limit_s)
+        try:
+            waited = wait_for_exit(proc.pid, spec.time_limit_s)
+        except BaseException:  # SIGTERM (sabench.locks) or Ctrl-C: the sandbox ends before the job
+            kill_group(proc.pid)
+            wait_for_exit(proc.pid, None)
+            raise
         timed_out = waited is None
         kill_group(proc.pid)
         if waited is None:

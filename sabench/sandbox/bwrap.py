@@ -32,11 +32,13 @@ from sabench.sandbox._common import (
     XFSZ_MESSAGE,
     LogCapture,
     PythonEnv,
+    access_faults,
     base_env,
     classify,
     kill_group,
     looks_like_oom,
     resolve_python_env,
+    share_read_only,
     tree_bytes,
     wait_for_exit,
     write_log,
@@ -290,6 +292,15 @@ class BwrapSandbox(Sandbox):
         is_root = os.geteuid() == 0
         enforcement: dict[str, str] = {}
         notes: list[str] = []
+        # uid 1000 inside is this user outside, without capabilities: root's DAC override is gone
+        uid, gid = os.geteuid(), os.getegid()
+        if is_root:
+            widened = share_read_only(spec, uid, gid)
+            if widened:
+                notes.append(f"made {widened} read-only mount entries readable for the sandbox")
+        faults = access_faults(spec, workdir, uid, {gid, *os.getgroups()})
+        if faults:
+            return self._fail(log_path, header, capture, "; ".join(faults))
         _reap_control_dirs()
         control = Path(tempfile.mkdtemp(prefix=f"{CONTROL_PREFIX}{os.getpid()}-"))
         cgroup: RunCgroup | None = None
@@ -370,7 +381,12 @@ class BwrapSandbox(Sandbox):
             reader = capture.start_reader(proc.stdout.fileno())
             # Copying in and out is the helper's; give it time on top of the command's limit.
             grace = 60 + 2 * image_bytes / (100 << 20)
-            waited = wait_for_exit(proc.pid, spec.time_limit_s + grace)
+            try:
+                waited = wait_for_exit(proc.pid, spec.time_limit_s + grace)
+            except BaseException:  # SIGTERM (sabench.locks), Ctrl-C: the sandbox ends first
+                kill_group(proc.pid)
+                wait_for_exit(proc.pid, None)
+                raise
             if waited is None:
                 notes.append("the sandbox helper hung and was killed")
                 kill_group(proc.pid)

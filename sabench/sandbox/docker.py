@@ -46,7 +46,15 @@ from typing import Any, ClassVar
 
 from sabench.sandbox import ISOLATION_KEYS, SUBMISSION_TARGET, RunResult, Sandbox, SandboxSpec
 from sabench.sandbox import _stage as stage_helpers
-from sabench.sandbox._common import XFSZ_MESSAGE, LogCapture, classify, tree_bytes, write_log
+from sabench.sandbox._common import (
+    XFSZ_MESSAGE,
+    LogCapture,
+    access_faults,
+    classify,
+    share_read_only,
+    tree_bytes,
+    write_log,
+)
 from sabench.sandbox.cgroups import _join, _mounts, _read_key
 from sabench.sandbox.gpu import host_gpus, normalize_request
 from sabench.sandbox.images import ImageError, ImageInfo, resolve_image
@@ -705,6 +713,13 @@ class DockerSandbox(Sandbox):
                     notes.append("not root: /submission is the workdir itself (no sized fs)")
                 if is_root:
                     _chown_tree(workdir, uid, gid)
+            if is_root:  # root's files (a 0700 paper view) are closed to uid 1000
+                widened = share_read_only(spec, uid, gid)
+                if widened:
+                    notes.append(f"made {widened} read-only mount entries readable for uid {uid}")
+            faults = access_faults(spec, submission, uid, {gid})
+            if faults:
+                return self._fail(log_path, header, capture, "; ".join(faults))
             labels = {
                 LABEL_RUN: run_label(workdir),
                 LABEL_OWNER: owner_label(),
@@ -1008,9 +1023,9 @@ def _short(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m sabench.sandbox.docker reap``: for a Slurm epilog or by hand."""
-    import argparse
+    from sabench.steps import ArgumentParser
 
-    parser = argparse.ArgumentParser(prog="python -m sabench.sandbox.docker")
+    parser = ArgumentParser(prog="python -m sabench.sandbox.docker")
     parser.add_argument("action", choices=["reap", "check"])
     parser.add_argument("--engine", choices=["docker", "podman"], default="docker")
     args = parser.parse_args(argv)

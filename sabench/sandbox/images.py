@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sabench.io import output_mode
+
 log = logging.getLogger("sabench.sandbox.images")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -255,6 +257,7 @@ def ensure_wheels(recipe: Recipe, cache: Path) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=dest.parent))
         try:
+            os.chmod(tmp, output_mode(directory=True))  # a cache every node (and user) reads
             req = tmp / "requirements.txt"
             req.write_text(text, encoding="utf-8")
             _run(pip_download_argv(recipe, tmp, req), "pip download (sandbox wheels)", 1800)
@@ -518,9 +521,9 @@ def resolve_image(
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
+    from sabench.steps import ArgumentParser
 
-    parser = argparse.ArgumentParser(prog="python -m sabench.sandbox.images", description=__doc__)
+    parser = ArgumentParser(prog="python -m sabench.sandbox.images", description=__doc__)
     parser.add_argument("action", choices=["build", "argv", "digest", "tag"])
     parser.add_argument("recipe", nargs="?", default="python", choices=sorted(RECIPES))
     parser.add_argument(

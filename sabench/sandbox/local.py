@@ -140,7 +140,12 @@ class LocalSandbox(Sandbox):
             return RunResult("sandbox_error", None, 0.0, None, 0, f"cannot start: {exc}")
         assert proc.stdout is not None
         reader = capture.start_reader(proc.stdout.fileno())
-        waited = wait_for_exit(proc.pid, spec.time_limit_s)
+        try:
+            waited = wait_for_exit(proc.pid, spec.time_limit_s)
+        except BaseException:  # SIGTERM (sabench.locks) or Ctrl-C: the sandbox ends before the job
+            kill_group(proc.pid)
+            wait_for_exit(proc.pid, None)
+            raise
         timed_out = waited is None
         kill_group(proc.pid)  # at the time limit, and stragglers left in the background after it
         if waited is None:

@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sabench.steps import ArgumentParser, command
+
 STAMP = ".sabench-requirements.sha256"
 
 
@@ -54,12 +56,9 @@ def ensure_sandbox_env(path: Path | str, requirements: Path | str, *, timeout_s:
     return path
 
 
+@command
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(
-        description="Build the sandbox Python env when missing or stale."
-    )
+    parser = ArgumentParser(description="Build the sandbox Python env when missing or stale.")
     parser.add_argument("path", type=Path)
     parser.add_argument("requirements", type=Path)
     args = parser.parse_args(argv)

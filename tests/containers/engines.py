@@ -6,7 +6,7 @@ An engine that already answers (``DOCKER_HOST`` / ``/var/run/docker.sock``; ``CO
 file start one on a private socket under ``$SABENCH_CT_STATE`` (default /tmp/sabench-ct) with a PID
 file; each test session holds a shared ``flock`` lease on it, and the last session out stops it by
 PID (``SABENCH_KEEP_ENGINES=1`` keeps it running). Missing engines are installed with apt when the
-tests run as root, as ARCHITECTURE.md asks of fixtures.
+tests run as root (a fresh machine gets what the tests need from the tests themselves).
 """
 
 from __future__ import annotations

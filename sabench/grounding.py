@@ -1,0 +1,156 @@
+"""Whether an SAU is grounded in its paper: one rule for curated and for extracted SAUs.
+
+A quote is found in the paper exactly (after :func:`normalize`) or, from 12 characters on, fuzzily
+(rapidfuzz); the passage found must hold every number of the quote. A claim without a usable quote
+(a curated SAU whose source is a section heading) is grounded when most of its words are in the
+paper. Either way every number of the claim must be in the paper. Numbers are compared as values
+(:mod:`sabench.values`), never as substrings: ``0.2`` does not match inside ``0.25`` or ``10.2``,
+and ``1e-3``, ``0.001`` and ``10^-3`` are the same number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from sabench.values import extract_numbers
+
+#: rapidfuzz score (0-100) from which a quote counts as found.
+MIN_SCORE = 90.0
+#: Shorter sources may be a section heading ("Sec 3"); they ground nothing on their own.
+MIN_QUOTE_CHARS = 15
+#: Share of a claim's longer words the paper must hold when its source is not a quote.
+MIN_WORD_SHARE = 0.6
+
+_TRANS = str.maketrans(
+    {"“": '"', "”": '"', "‘": "'", "’": "'", "–": "-", "—": "-", "−": "-", "\u00a0": " "}
+)
+
+
+def normalize(text: str) -> str:
+    """Lowercase, plain quotes and dashes, no markdown emphasis, single spaces."""
+    text = text.translate(_TRANS).lower()
+    text = re.sub(r"[*_`]+", "", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _mentions(text: str) -> list[frozenset[float]]:
+    """Per number of ``text`` the values it may stand for (``50%`` is 0.5 or 50), rounded so that
+    spellings of one value give one key, and without sign: converted papers often part a minus from
+    its digits ("[ − 1, 1]")."""
+    return [
+        frozenset(float(f"{abs(value):.10g}") for value in m.candidates())
+        for m in extract_numbers(text)
+    ]
+
+
+def number_keys(text: str) -> frozenset[float]:
+    """Every value the numbers of ``text`` may stand for."""
+    return frozenset().union(*_mentions(text))
+
+
+def numbers_held(text: str, keys: frozenset[float]) -> bool:
+    """Whether every number of ``text`` is among ``keys`` (in one of its readings)."""
+    return all(mention & keys for mention in _mentions(text))
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+(?:\.[0-9]+)?", text.lower())
+
+
+class PaperText:
+    """A paper's text with what grounding looks up in it, computed once per paper."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @cached_property
+    def norm(self) -> str:
+        return normalize(self.text)
+
+    @cached_property
+    def vocab(self) -> frozenset[str]:
+        return frozenset(_words(self.text))
+
+    @cached_property
+    def numbers(self) -> frozenset[float]:
+        return number_keys(self.text)
+
+
+@dataclass(frozen=True)
+class Grounding:
+    grounded: bool
+    #: Where the quote starts in the normalised paper text; -1 when it was not found.
+    pos: int
+
+
+def _passage_numbers(norm: str, start: int, end: int) -> frozenset[float]:
+    """Numbers of ``norm[start:end]`` widened to whole words, so a cut never makes 0.25 read 0.2."""
+    while start > 0 and not norm[start - 1].isspace():
+        start -= 1
+    while end < len(norm) and not norm[end].isspace():
+        end += 1
+    return number_keys(norm[start:end])
+
+
+def _find(quote: str, norm: str, min_score: float) -> tuple[float, int, bool]:
+    """(score, position, misquoted): misquoted when the paper holds the quote's words but the
+    passage does not hold its numbers."""
+    q = normalize(quote).strip("\"' .")
+    if not q:
+        return 0.0, -1, False
+    misquoted = False
+    pos = norm.find(q)
+    while pos >= 0:
+        if numbers_held(q, _passage_numbers(norm, pos, pos + len(q))):
+            return 100.0, pos, False
+        misquoted = True
+        pos = norm.find(q, pos + 1)
+    if len(q) < 12:
+        return 0.0, -1, misquoted
+    from rapidfuzz import fuzz
+
+    al = fuzz.partial_ratio_alignment(q, norm, score_cutoff=min_score)
+    if al is None:
+        return 0.0, -1, misquoted
+    # the alignment may stop a few characters short of the quote's last number
+    if not numbers_held(q, _passage_numbers(norm, max(0, al.dest_start - 5), al.dest_end + 5)):
+        return 0.0, -1, True
+    return float(al.score), int(al.dest_start), False
+
+
+def locate(quote: str, norm: str, min_score: float = MIN_SCORE) -> tuple[float, int]:
+    """(match score 0-100, position in ``norm``, a text passed through :func:`normalize`) of a
+    quote; (0, -1) when not found.
+
+    Exact after normalisation, else rapidfuzz's best partial alignment (quotes of 12+ chars); the
+    passage found must hold the quote's numbers (0.5 is not 0.05, and 0.2 is not 0.25)."""
+    score, pos, _ = _find(quote, norm, min_score)
+    return score, pos
+
+
+def ground(
+    claim: str,
+    source: str,
+    paper: PaperText,
+    *,
+    require_quote: bool = False,
+    min_score: float = MIN_SCORE,
+) -> Grounding:
+    """Whether an SAU is grounded in ``paper`` and where its quote is.
+
+    ``require_quote`` (extracted SAUs, whose source is by contract a verbatim quote) grounds
+    only through the quote, of any length; otherwise a quote of 15+ characters or the claim's
+    words do. A quote the paper holds with other numbers is a wrong quote: never grounded."""
+    _score, pos, misquoted = _find(source, paper.norm, min_score)
+    is_quote = require_quote or len(normalize(source)) >= MIN_QUOTE_CHARS
+    if (misquoted and is_quote) or not numbers_held(claim, paper.numbers):
+        return Grounding(False, pos)
+    if pos >= 0 and is_quote:
+        return Grounding(True, pos)
+    if require_quote:
+        return Grounding(False, pos)
+    words = [w for w in _words(claim) if len(w) > 3 or any(c.isdigit() for c in w)]
+    share = sum(w in paper.vocab for w in words) / len(words) if words else 0.0
+    return Grounding(share >= MIN_WORD_SHARE, pos)

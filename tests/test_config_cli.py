@@ -1,0 +1,147 @@
+"""`--config` values as Snakemake hands them over, typed by the config schema before validation."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sabench.errors import UserError
+from sabench.grid import _schema, coerce_to_schema, load_settings
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+SCHEMA = _schema("config.schema.yaml")
+
+
+def cli(*entries: str) -> dict:
+    """What ``snakemake --config ENTRY...`` puts into ``config`` (its own parser)."""
+    from snakemake.cli import parse_config
+
+    return parse_config(list(entries))
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        (["seeds=[0, 1]"], {"seeds": [0, 1]}),
+        (["seeds=0,1"], {"seeds": [0, 1]}),
+        (["seeds=2"], {"seeds": [2]}),
+        (["judges=static,exec"], {"judges": ["static", "exec"]}),
+        (["judges=llm:openai/gpt-4o"], {"judges": ["llm:openai/gpt-4o"]}),
+        (
+            ["runtime={time_limit_s: 60, mem_mb: 512}"],
+            {"runtime": {"time_limit_s": 60, "mem_mb": 512}},
+        ),
+        (
+            ["runtime={isolation: {non_root: false}}"],
+            {"runtime": {"isolation": {"non_root": False}}},
+        ),
+        (
+            ['runtime={backend: "apptainer,bwrap"}'],
+            {"runtime": {"backend": ["apptainer", "bwrap"]}},
+        ),
+        (["runtime={backend: local, gpus: 1}"], {"runtime": {"backend": "local", "gpus": 1}}),
+        (["runtime={gpus: all}"], {"runtime": {"gpus": "all"}}),
+        (["runtime={gpus: [0, GPU-ab]}"], {"runtime": {"gpus": [0, "GPU-ab"]}}),
+        (["drift_injection=true"], {"drift_injection": True}),
+        (["drift_injection=False"], {"drift_injection": False}),
+        (["llm_budget_usd=2.5"], {"llm_budget_usd": 2.5}),
+        (["agents_file=null"], {"agents_file": None}),
+        (
+            ["saus_extraction={dimensions: [D1, D3]}"],
+            {"saus_extraction": {"dimensions": ["D1", "D3"]}},
+        ),
+        (
+            ["judge_settings={llm:m: {concurrency: 8, cache: no, temperature: 0.5}}"],
+            {"judge_settings": {"llm:m": {"concurrency": 8, "cache": False, "temperature": 0.5}}},
+        ),
+        # strings stay strings where the schema wants them, whatever they look like
+        (["papers=a,b"], {"papers": "a,b"}),
+        (["papers=2024"], {"papers": "2024"}),
+        (["agents=null"], {"agents": "null"}),
+        (["results=2024"], {"results": "2024"}),
+        (["runtime={network: none}"], {"runtime": {"network": "none"}}),
+    ],
+)
+def test_cli_values_are_typed(entries: list[str], expected: dict) -> None:
+    coerced = coerce_to_schema(cli(*entries), SCHEMA)
+    assert coerced == expected
+    assert [type(v) for v in coerced.values()] == [type(v) for v in expected.values()]
+
+
+def test_config_file_values_pass_unchanged() -> None:
+    import yaml
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    assert coerce_to_schema(config, SCHEMA) == config
+
+
+def _workdir(tmp_path: Path) -> Path:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "agents.yaml").write_text(
+        "ref:\n  kind: replay\n  path: subs/{paper}/{seed}\n"
+    )
+    folder = tmp_path / "resources" / "papers" / "p1"
+    folder.mkdir(parents=True)
+    (folder / "paper.md").write_text("# P\n")
+    (folder / "saus.yaml").write_text("saus: []\n")
+    return tmp_path
+
+
+def test_load_settings_takes_cli_values(tmp_path: Path) -> None:
+    settings = load_settings(
+        {"runtime": {"backend": "auto"}, **cli("seeds=[0, 1]", "judges=static,exec")},
+        _workdir(tmp_path),
+    )
+    assert settings.runs == [("ref", "p1", "0"), ("ref", "p1", "1")]
+    assert settings.judges == ["static", "exec"]
+
+
+def test_what_does_not_fit_is_still_one_line(tmp_path: Path) -> None:
+    with pytest.raises(UserError) as err:
+        load_settings(cli("seeds=0,x"), _workdir(tmp_path), config_path="cfg")
+    assert str(err.value) == "cfg: seeds[1]: 'x' is not of type 'integer'"
+
+
+def snakemake_dry_run(*config: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
+    proc = subprocess.run(
+        [SNAKEMAKE, "--cores", "1", "-n", "-p", "--config", *config],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    return out
+
+
+@pytest.mark.parametrize("seeds", ["seeds=[0, 1]", "seeds=0,1"])
+def test_dry_run_with_typed_config(tmp_path: Path, seeds: str) -> None:
+    agents = tmp_path / "agents.yaml"
+    agents.write_text(
+        "seeded:\n  kind: replay\n  path: resources/submissions/reference/{paper}/{seed}\n"
+    )
+    out = snakemake_dry_run(
+        f"results={tmp_path}",
+        f"agents_file={agents}",
+        "papers=ridge-gd",
+        seeds,
+        "judges=static,exec",
+        "runtime={time_limit_s: 60}",
+    )
+    assert f"{tmp_path}/runs/seeded/ridge-gd/1/judge/exec.parquet" in out
+    assert f"{tmp_path}/runs/seeded/ridge-gd/1/judge/static.parquet" in out
+    settings = [
+        json.loads(m) for m in re.findall(r"sabench\.execute .*--settings '(\{[^']*\})'", out)
+    ]
+    assert len(settings) == 2  # seeds 0 and 1
+    # merged into config/config.yaml's runtime, as a number
+    assert all(s["time_limit_s"] == 60 and s["mem_mb"] == 4096 for s in settings)

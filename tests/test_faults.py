@@ -1,0 +1,255 @@
+"""Faults are never scores: a provider outage, a rejected or missing key, a sandbox that fails are
+recorded, counted, left out of every score and redone by the next run of the same command; one
+broken paper costs that paper only; a one-paper run updates the grid's tables, never replaces them.
+
+Real parts: the scripted OpenAI-compatible server over HTTP, a closed port for an unreachable
+provider, bwrap sandboxes, snakemake end to end on copies of the bundled demo papers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from openai_server import ScriptedServer
+
+from sabench.agents import run_agent
+from sabench.faults import FAULT_EXIT, read_fault
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+KEY_ENV = "SABENCH_FAULT_TEST_KEY"
+PAPER = "ridge-gd"
+MAIN_PY = "import json\njson.dump({'rmse': 1.0}, open('results.json', 'w'))\n"
+REPRODUCE = "#!/usr/bin/env bash\nset -euo pipefail\npython3 main.py\n"
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released): connections are refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _view(tmp_path: Path) -> Path:
+    view = tmp_path / "agent_view"
+    view.mkdir()
+    shutil.copy(REPO / "resources" / "papers" / PAPER / "paper.md", view / "paper.md")
+    return view
+
+
+def _basic(api_base: str, tmp_path: Path, **extra: object) -> dict:
+    return {
+        "kind": "basic",
+        "model": "openai/scripted",
+        "api_base": api_base,
+        "api_key_env": KEY_ENV,
+        "cache_dir": str(tmp_path / "llm-cache"),
+        "max_steps": 4,
+        "max_retries": 0,
+        "timeout_s": 5,
+        **extra,
+    }
+
+
+def _writes_and_submits(request: dict) -> dict:
+    if any(m["role"] == "tool" for m in request["messages"]):
+        return {"tool_calls": [{"name": "submit", "arguments": {}}]}
+    return {
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"path": "main.py", "content": MAIN_PY}},
+            {"name": "write_file", "arguments": {"path": "reproduce.sh", "content": REPRODUCE}},
+        ]
+    }
+
+
+def _run_basic(agent: dict, tmp_path: Path, runtime: dict) -> tuple[dict, Path]:
+    run_dir = tmp_path / "run"
+    data = run_agent(
+        "a",
+        agent,
+        PAPER,
+        "0",
+        run_dir / "submission",
+        run_dir / "agent.json",
+        REPO,
+        _view(tmp_path),
+        runtime,
+    )
+    return data, run_dir
+
+
+@pytest.fixture
+def runtime(sandbox_env: Path) -> dict:
+    return {"backend": "bwrap", "python_env": str(sandbox_env), "time_limit_s": 60}
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize(
+    ("reply", "cause"),
+    [
+        (None, "provider_unreachable"),
+        ({"status": 401, "error": "invalid api key"}, "auth_rejected"),
+        ({"status": 503, "error": "overloaded"}, "provider_error"),
+        ({"status": 429, "error": "slow down", "headers": {"Retry-After": "0"}}, "rate_limited"),
+    ],
+)
+def test_a_provider_fault_is_a_fault_not_a_run(
+    reply: dict | None, cause: str, tmp_path: Path, runtime: dict, monkeypatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-fault-test-0123456789")
+    with ScriptedServer([{"replies": [reply or {}]}]) as server:
+        url = server.url if reply else f"http://127.0.0.1:{_closed_port()}/v1"
+        data, run_dir = _run_basic(_basic(url, tmp_path), tmp_path, runtime)
+    assert data["status"] == "fault" and data["fault"] == cause, data
+    assert not (run_dir / "agent.json").exists(), "a fault leaves no record of a finished run"
+    fault = read_fault(run_dir, "reproduce")
+    assert fault is not None and fault["cause"] == cause
+    assert "sk-fault-test" not in (run_dir / "faults" / "reproduce.json").read_text()
+
+
+@pytest.mark.bwrap
+def test_a_missing_key_is_a_fault(tmp_path: Path, runtime: dict, monkeypatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with ScriptedServer([_writes_and_submits]) as server:
+        data, _ = _run_basic(_basic(server.url, tmp_path), tmp_path, runtime)
+        assert server.count == 0
+    assert (data["status"], data["fault"]) == ("fault", "key_missing")
+
+
+@pytest.mark.bwrap
+def test_the_agents_own_failure_is_still_scored(tmp_path: Path, runtime: dict, monkeypatch):
+    """A model that answers nonsense is the agent's doing: a record, scored as what it left."""
+    monkeypatch.setenv(KEY_ENV, "sk-fault-test-0123456789")
+    with ScriptedServer([{"replies": [{"content": "I will not use tools."}]}]) as server:
+        data, run_dir = _run_basic(_basic(server.url, tmp_path), tmp_path, runtime)
+    assert data["status"] == "limit" and (run_dir / "agent.json").is_file()
+    assert read_fault(run_dir, "reproduce") is None
+
+
+def test_a_sandbox_fault_in_execution_is_not_a_failed_reproduction(tmp_path: Path) -> None:
+    """Asking for GPUs this host cannot give: the execute step ends with a fault, no record."""
+    submission = tmp_path / "run" / "submission"
+    submission.mkdir(parents=True)
+    (submission / "reproduce.sh").write_text("echo hi\n")
+    view = _view(tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sabench.execute",
+            str(submission),
+            "--agent-view",
+            str(view),
+            "--out",
+            str(tmp_path / "run"),
+            "--settings",
+            json.dumps({"gpus": [7, 8], "backend": "local"}),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert proc.returncode == FAULT_EXIT, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("fault: execute: sandbox_error")
+    assert not (tmp_path / "run" / "execution.json").exists()
+    assert read_fault(tmp_path / "run", "execute")["cause"] == "sandbox_error"
+
+
+# --------------------------------------------------------------------------- through snakemake
+
+
+def snakemake(*args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
+    return subprocess.run(
+        [SNAKEMAKE, "--cores", "2", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**base, **(env or {})},
+    )
+
+
+def _grid(tmp_path: Path, api_base: str) -> list[str]:
+    """One demo paper, the reference replay agent and a basic agent at ``api_base``."""
+    agents = {
+        "reference": {
+            "kind": "replay",
+            "path": str(REPO / "resources/submissions/reference/{paper}"),
+        },
+        "model": {k: v for k, v in _basic(api_base, tmp_path).items() if k != "cache_dir"},
+    }
+    (tmp_path / "agents.yaml").write_text(json.dumps(agents))
+    papers = tmp_path / "papers"
+    if not papers.is_dir():
+        shutil.copytree(REPO / "resources" / "papers" / PAPER, papers / PAPER)
+    return [
+        "--config",
+        f"agents_file={tmp_path / 'agents.yaml'}",
+        f"results={tmp_path / 'results'}",
+        f"papers_dir={papers}",
+        "judges=[static]",
+    ]
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_an_outage_is_never_drift_and_the_next_run_redoes_it(tmp_path: Path) -> None:
+    env = {KEY_ENV: "sk-fault-test-0123456789", "SABENCH_LLM_CACHE": str(tmp_path / "cache")}
+    with ScriptedServer([{"replies": [{"status": 503, "error": "down for maintenance"}]}]) as srv:
+        args = _grid(tmp_path, srv.url)
+        down = snakemake(*args, env=env)
+        assert down.returncode != 0, "a grid with a fault is not complete"
+        results = tmp_path / "results"
+        summary = (results / "tables" / "summary.md").read_text()
+        assert "Not complete" in summary and "provider_error" in summary, summary
+        scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+        assert set(scores["agent"]) == {"reference"}, "the outage must not be scored as 0"
+        cov = pd.read_parquet(results / "tables" / "coverage.parquet").set_index("agent")
+        assert cov.loc["model", "n_runs_incomplete"] == 1
+        assert cov.loc["model", "incomplete_causes"] == "provider_error=1"
+        assert cov.loc["reference", "n_runs_complete"] == 1
+        incomplete = pd.read_parquet(results / "tables" / "incomplete_runs.parquet")
+        assert incomplete[["agent", "stage", "cause"]].values.tolist() == [
+            ["model", "reproduce", "provider_error"]
+        ]
+        assert "Not complete" in (results / "report" / "index.html").read_text()
+
+        # the provider is back: the same command redoes the faulted run, and only that run
+        srv.set_script([_writes_and_submits])
+        up = snakemake(*args, env=env)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        assert "rule reproduce:" in up.stdout + up.stderr
+    scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+    assert set(scores["agent"]) == {"reference", "model"}
+    assert pd.read_parquet(results / "tables" / "incomplete_runs.parquet").empty
+    assert read_fault(results / "runs" / "model" / PAPER / "0", "reproduce") is None
+
+
+@pytest.mark.workflow
+def test_a_missing_key_stops_the_grid_before_any_job(tmp_path: Path) -> None:
+    args = _grid(tmp_path, f"http://127.0.0.1:{_closed_port()}/v1")
+    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
+    proc = subprocess.run(
+        [SNAKEMAKE, "--cores", "1", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in env.items() if not k.startswith("SNAKEMAKE")},
+    )
+    assert proc.returncode != 0
+    errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("error:")]
+    assert errors == [
+        f"error: agent model: api_key_env: environment variable {KEY_ENV} is not set "
+        "(export it first)"
+    ]
+    assert not (tmp_path / "results" / "runs").exists(), "no job may have started"
+    assert "Traceback" not in proc.stderr
