@@ -32,7 +32,7 @@ from sabench import __version__
 from sabench.aggregate import COVERAGE_COLUMNS, INCOMPLETE_COLUMNS
 from sabench.drift import DRIFT_SUMMARY_COLUMNS, drift_summary
 from sabench.io import atomic_path, write_text
-from sabench.scoring import DIMENSION_ORDER, OVERALL
+from sabench.scoring import AGREEMENT_COLUMNS, DIMENSION_ORDER, OVERALL
 from sabench.stats import FEW_PAPERS_MARK, FEW_PAPERS_NOTE, few_papers
 
 TEMPLATES = Path(__file__).parent / "templates" / "report"
@@ -643,17 +643,6 @@ def _provenance(site: Site, config_hash: str | None) -> list[tuple[str, str]]:
     if site.sources.results is not None:
         items.append(("results folder", str(site.sources.results)))
     return items
-
-
-AGREEMENT_COLUMNS = [
-    "judge",
-    "dimension",
-    "n",
-    "exact_agreement",
-    "mae",
-    "kappa_quadratic",
-    "spearman",
-]
 
 
 def summary_context(

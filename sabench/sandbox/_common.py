@@ -272,6 +272,17 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+def wait_or_end(pid: int, timeout: float | None) -> tuple[int, resource.struct_rusage] | None:
+    """:func:`wait_for_exit` for a sandbox in its own session; when the wait itself is interrupted
+    (SIGTERM from sabench.locks, Ctrl-C), the sandbox ends before the job does."""
+    try:
+        return wait_for_exit(pid, timeout)
+    except BaseException:
+        kill_group(pid)
+        wait_for_exit(pid, None)
+        raise
+
+
 def _class_shift(st: os.stat_result, uid: int, gids: frozenset[int]) -> int:
     """Which permission bits apply to ``uid``: owner (6), group (3) or other (0), as the kernel
     checks a process without CAP_DAC_OVERRIDE (every sandbox user drops it)."""

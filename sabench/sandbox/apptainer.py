@@ -46,6 +46,7 @@ from sabench.sandbox._common import (
     share_read_only,
     tree_bytes,
     wait_for_exit,
+    wait_or_end,
     write_log,
 )
 from sabench.sandbox.gpu import normalize_request
@@ -290,12 +291,7 @@ class ApptainerSandbox(Sandbox):
             return _fail(log_path, header, capture, f"cannot start apptainer: {exc}")
         assert proc.stdout is not None
         reader = capture.start_reader(proc.stdout.fileno())
-        try:
-            waited = wait_for_exit(proc.pid, spec.time_limit_s)
-        except BaseException:  # SIGTERM (sabench.locks) or Ctrl-C: the sandbox ends before the job
-            kill_group(proc.pid)
-            wait_for_exit(proc.pid, None)
-            raise
+        waited = wait_or_end(proc.pid, spec.time_limit_s)
         timed_out = waited is None
         kill_group(proc.pid)
         if waited is None:

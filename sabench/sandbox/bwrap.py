@@ -41,6 +41,7 @@ from sabench.sandbox._common import (
     share_read_only,
     tree_bytes,
     wait_for_exit,
+    wait_or_end,
     write_log,
 )
 from sabench.sandbox.cgroups import CgroupUnavailable, RunCgroup
@@ -381,12 +382,7 @@ class BwrapSandbox(Sandbox):
             reader = capture.start_reader(proc.stdout.fileno())
             # Copying in and out is the helper's; give it time on top of the command's limit.
             grace = 60 + 2 * image_bytes / (100 << 20)
-            try:
-                waited = wait_for_exit(proc.pid, spec.time_limit_s + grace)
-            except BaseException:  # SIGTERM (sabench.locks), Ctrl-C: the sandbox ends first
-                kill_group(proc.pid)
-                wait_for_exit(proc.pid, None)
-                raise
+            waited = wait_or_end(proc.pid, spec.time_limit_s + grace)
             if waited is None:
                 notes.append("the sandbox helper hung and was killed")
                 kill_group(proc.pid)

@@ -32,6 +32,7 @@ from sabench.sandbox._common import (
     resolve_python_env,
     tree_bytes,
     wait_for_exit,
+    wait_or_end,
     write_log,
 )
 
@@ -140,12 +141,7 @@ class LocalSandbox(Sandbox):
             return RunResult("sandbox_error", None, 0.0, None, 0, f"cannot start: {exc}")
         assert proc.stdout is not None
         reader = capture.start_reader(proc.stdout.fileno())
-        try:
-            waited = wait_for_exit(proc.pid, spec.time_limit_s)
-        except BaseException:  # SIGTERM (sabench.locks) or Ctrl-C: the sandbox ends before the job
-            kill_group(proc.pid)
-            wait_for_exit(proc.pid, None)
-            raise
+        waited = wait_or_end(proc.pid, spec.time_limit_s)
         timed_out = waited is None
         kill_group(proc.pid)  # at the time limit, and stragglers left in the background after it
         if waited is None:
