@@ -59,10 +59,6 @@ rule report:
         mem_mb=2000,
         disk_mb=1000,
         runtime=10,
-    params:
-        config_hash=hashlib.sha256(
-            json.dumps(SETTINGS.config, sort_keys=True, default=str).encode()
-        ).hexdigest()[:16],
     script:
         "../scripts/report.py"
 

@@ -1,5 +1,7 @@
 """Snakemake script of rule report; standalone: python -m sabench.report --tables DIR --out DIR."""
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -16,7 +18,9 @@ with step(sm.log[0], "report") as log:
     tables = {Path(p).stem: pd.read_parquet(p) for p in sm.input}
     # the run pages read the run folders by path: the tables folder's parent is the results root
     results = Path(sm.input[0]).parent.parent
-    written = report.make_report(
-        tables, Path(sm.output.index).parent, results, sm.params.config_hash
-    )
+    # provenance, not a param: a new endpoint or concurrency must rerun nothing, the report included
+    config_hash = hashlib.sha256(
+        json.dumps(dict(sm.config), sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
+    written = report.make_report(tables, Path(sm.output.index).parent, results, config_hash)
     log.info("report: %s", ", ".join(str(p) for p in written))
