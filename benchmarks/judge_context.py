@@ -57,7 +57,7 @@ SIMPLE_JUDGE_INSTRUCTIONS = (
 
 def encoder() -> Any:
     """tiktoken's o200k_base from litellm's bundled copy (no download)."""
-    from sabench.llm.client import get_litellm
+    from sabench.llm.litellm_setup import get_litellm
 
     get_litellm()  # sets TIKTOKEN_CACHE_DIR to the bundled encodings
     import tiktoken

@@ -413,9 +413,9 @@ def _prose_tie(
 
 def _formula_tie(sub: Submission, formula: str) -> tuple[_PyFile, ast.stmt] | None:
     """The statement whose operands and operators contain most of a backticked formula's."""
-    from sabench.judges.static import _formula_tokens
+    from sabench.judges.static import formula_tokens
 
-    target = _formula_tokens(formula)
+    target = formula_tokens(formula)
     names = {k: v for k, v in target.items() if k.startswith("n:")}
     ops = {k: v for k, v in target.items() if not k.startswith("n:")}
     if len(names) < 1:
@@ -423,7 +423,7 @@ def _formula_tie(sub: Submission, formula: str) -> tuple[_PyFile, ast.stmt] | No
     n_names, n_ops = sum(names.values()), sum(ops.values()) or 1
     best: tuple[tuple[float, float], _PyFile, ast.stmt] | None = None
     for pf, stmt in _statements(sub):
-        toks = _formula_tokens(pf.segment(stmt).split("#", 1)[0])
+        toks = formula_tokens(pf.segment(stmt).split("#", 1)[0])
         n_cont = sum(min(c, toks.get(t, 0)) for t, c in names.items()) / n_names
         o_cont = sum(min(c, toks.get(t, 0)) for t, c in ops.items()) / n_ops
         if n_cont < 0.75:
@@ -643,10 +643,10 @@ def _config_without(path: str, text: str, keys: Sequence[str]) -> str:
 
 def removal_mutant(sub: Submission, sau: dict[str, Any], claim: Any) -> Mutant | None:
     """D3: the first named item of the claim that the code holds, removed from code and config."""
-    from sabench.judges.static import _entity_keys
+    from sabench.judges.static import entity_keys
 
     for name in [*claim.names, *claim.entities]:
-        keys = [k for k in _entity_keys(name) if len(k) >= 3]
+        keys = [k for k in entity_keys(name) if len(k) >= 3]
         if not keys:
             continue
         files: dict[str, str] = {}
@@ -709,10 +709,10 @@ def _call_names(node: ast.AST) -> list[str]:
 
 def _step_matches(pf: _PyFile, stmt: ast.stmt, step: Any) -> bool:
     from sabench.index import chunk_info, squash, text_terms
-    from sabench.judges.static import _entity_keys
+    from sabench.judges.static import entity_keys
 
     if step.keys:
-        keys = [k for key in step.keys for k in _entity_keys(key)]
+        keys = [k for key in step.keys for k in entity_keys(key)]
         for name in _call_names(stmt):
             ckeys = set(chunk_info(name)[1]) | {squash(name)}
             if any(k in ckeys for k in keys):
@@ -786,10 +786,10 @@ def locate_function(
 ) -> tuple[_PyFile, ast.FunctionDef | ast.AsyncFunctionDef] | None:
     """The function that implements the claim: one named after a name of the claim, else the one
     that holds the claim's statement."""
-    from sabench.judges.static import _entity_keys
+    from sabench.judges.static import entity_keys
 
     for name in [*claim.names, *claim.entities]:
-        keys = [k for k in _entity_keys(name) if len(k) >= 3]
+        keys = [k for k in entity_keys(name) if len(k) >= 3]
         for path in sub.code_files:
             pf = sub.py[path]
             for fn in pf.functions:
@@ -1043,7 +1043,7 @@ def drift_results(
     Where judge ``reference`` judged a run, only SAUs it scored at least ``min_reference_score``
     are mutated and its cited lines guide the search for prose claims.
     """
-    from sabench.judging import _load_saus
+    from sabench.judging import read_saus_table
 
     rows: list[dict[str, Any]] = []
     saus_cache: dict[str, list[dict[str, Any]]] = {}
@@ -1053,7 +1053,9 @@ def drift_results(
         if not submission.is_dir():
             continue
         if paper not in saus_cache:
-            saus_cache[paper] = _load_saus(Path(results) / "papers" / paper / "saus.parquet")[0]
+            saus_cache[paper] = read_saus_table(Path(results) / "papers" / paper / "saus.parquet")[
+                0
+            ]
         saus = saus_cache[paper]
         ref_scores, cited = _reference_rows(run_dir)
         eligible = (
@@ -1100,11 +1102,11 @@ def main(argv: list[str] | None = None) -> int:
                 min_reference_score=args.min_reference_score,
             )
         else:
-            from sabench.judging import _load_saus
+            from sabench.judging import read_saus_table
 
             if args.submission is None or args.saus is None:
                 parser.error("give SUBMISSION and --saus, or --results")
-            saus = _load_saus(args.saus)[0]
+            saus = read_saus_table(args.saus)[0]
             mutants = make_mutants(args.submission, saus, max_per_type=args.max_per_run)
             table = drift_frame(judge_mutants(args.submission, saus, mutants, judges))
         write_parquet(args.out, table, table="drift_injection")

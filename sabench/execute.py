@@ -120,7 +120,7 @@ def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     return merged
 
 
-def _ignore_special(folder: str, names: list[str]) -> list[str]:
+def ignore_special(folder: str, names: list[str]) -> list[str]:
     """copytree filter: skip fifos, sockets and devices (reading a fifo would hang the copy)."""
     skipped = []
     for name in names:
@@ -138,7 +138,7 @@ def fresh_copy(src: Path, dst: Path) -> None:
     """Replace ``dst`` with a copy of ``src``; links stay links (the tree is agent-written)."""
     with atomic_path(dst, directory=True) as tmp:
         if src.is_dir():
-            shutil.copytree(src, tmp, symlinks=True, ignore=_ignore_special, dirs_exist_ok=True)
+            shutil.copytree(src, tmp, symlinks=True, ignore=ignore_special, dirs_exist_ok=True)
 
 
 def _sha256(path: str) -> str:
@@ -415,7 +415,7 @@ def _execute_in_sandbox(
     return _finish(record_path, record)
 
 
-def _default_python_env() -> str | None:
+def default_python_env() -> str | None:
     env = os.environ.get("SABENCH_SANDBOX_ENV")
     if env:
         return env
@@ -456,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     settings.setdefault("backend", "auto")
-    settings["python_env"] = settings.get("python_env") or _default_python_env()
+    settings["python_env"] = settings.get("python_env") or default_python_env()
     from sabench.locks import job_guard
 
     with step(None, "execute"), job_guard(args.out, "execute"):

@@ -14,7 +14,7 @@ from sabench.faults import Fault, clear_fault, exit_for_fault
 from sabench.io import read_json, read_parquet_metadata, write_parquet
 
 
-def _load_saus(path: Path) -> tuple[list[dict[str, Any]], str]:
+def read_saus_table(path: Path) -> tuple[list[dict[str, Any]], str]:
     import pandas as pd
 
     frame = pd.read_parquet(path)
@@ -84,7 +84,7 @@ def judge_run(
 
     agent = read_json(agent_path)
     execution = read_json(execution_path) if execution_path.is_file() else None
-    saus, sau_hash = _load_saus(saus_path)
+    saus, sau_hash = read_saus_table(saus_path)
     t0 = time.monotonic()
     judgments = run_judge(
         name,

@@ -175,7 +175,7 @@ def judge_exec(
     backend: Any = None,
 ) -> list[Judgment]:
     """Judge the SAUs with a check or expected results; see the module docstring."""
-    from sabench.execute import _default_python_env, resolve_settings
+    from sabench.execute import default_python_env, resolve_settings
 
     cfg = resolve_exec_settings(settings)
     todo = [s for s in saus if has_exec_part(s)]
@@ -195,7 +195,7 @@ def judge_exec(
     env: dict[str, Any] = {}
     if needs_sandbox and not empty:
         rt = dict(runtime or {})
-        rt["python_env"] = rt.get("python_env") or _default_python_env()
+        rt["python_env"] = rt.get("python_env") or default_python_env()
         run_cfg = resolve_settings(rt)
         if backend is None:
             from sabench.sandbox import get_backend

@@ -27,7 +27,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sabench.contracts import DIMENSION_NAMES, Evidence, Judgment
 from sabench.index import CONFIG, CodeIndex, build_index
-from sabench.judges.static import GENERIC, _Context, _Judge, _vkey, analyze_claim
+from sabench.judges.static import (
+    GENERIC,
+    ClaimJudge,
+    SubmissionContext,
+    analyze_claim,
+    rounded_value,
+)
 from sabench.stats import nearest_level
 
 log = logging.getLogger("sabench.llm")
@@ -183,8 +189,8 @@ class Retriever:
     ) -> None:
         self.index = index
         self.opt = {**JUDGE_DEFAULTS, **options}
-        self.ctx = _Context(index, saus)
-        self.judge = _Judge(self.ctx, execution)
+        self.ctx = SubmissionContext(index, saus)
+        self.judge = ClaimJudge(self.ctx, execution)
         self._n_lines = sum(len(index.files[f].lines) for f in self.ctx.code_fids) or 1
 
     def _spans(self, sau: dict[str, Any]) -> tuple[list[tuple[int, int, int, bool]], list[Any]]:
@@ -204,7 +210,7 @@ class Retriever:
         facts = []
         for num in claim.numbers:
             for cand in num.candidates():
-                for fact in ctx.facts_by_value.get(_vkey(cand), [])[:4]:
+                for fact in ctx.facts_by_value.get(rounded_value(cand), [])[:4]:
                     fid = ctx.fid_of.get(fact.file)
                     if fid in ctx.code_fids:
                         spans.append((fid, fact.line, fact.line, True))
@@ -246,7 +252,7 @@ class Retriever:
             for num in claim.numbers:
                 sites: dict[tuple[int, int], None] = {}
                 for cand in num.candidates():
-                    for site in self.index.literals.get(_vkey(cand), ()):
+                    for site in self.index.literals.get(rounded_value(cand), ()):
                         sites[site] = None
                     if math.isfinite(cand) and cand == int(cand) and abs(cand) >= 10:
                         for site in self.index.chunk_sites.get(str(int(cand)), ()):

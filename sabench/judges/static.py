@@ -222,7 +222,7 @@ def _is_name(span: str) -> bool:
     return bool(re.fullmatch(r"[A-Za-z_][\w.\-+]*", span)) and not span.endswith(".")
 
 
-def _entity_keys(name: str) -> list[str]:
+def entity_keys(name: str) -> list[str]:
     """Squashed spellings of a name: ``k-means++`` -> kmeansplusplus, kmeanspp, kmeans."""
     keys = []
     if "++" in name:
@@ -411,7 +411,7 @@ class Window:
     stub: bool
 
 
-class _Context:
+class SubmissionContext:
     """One submission's index plus caches shared by all its claims."""
 
     def __init__(self, index: CodeIndex, saus: list[dict[str, Any]]) -> None:
@@ -442,7 +442,7 @@ class _Context:
         self.facts_by_value: dict[float, list[Fact]] = defaultdict(list)
         for fact in index.facts:
             for v in fact.numbers:
-                self.facts_by_value[_vkey(v)].append(fact)
+                self.facts_by_value[rounded_value(v)].append(fact)
         self._credits: dict[int, list[float]] = {}
         self.callers: dict[str, list[int]] = defaultdict(list)
         for fi, fn in enumerate(index.functions):
@@ -451,7 +451,7 @@ class _Context:
         self.main_scopes = self._main_scopes()
         self.reachable = self._reachable()
         self._fn_keys: list[tuple[Function, set[str]]] | None = None
-        #: named settings that may contradict a claim's value (see ``_Judge._conflict``)
+        #: named settings that may contradict a claim's value (see ``ClaimJudge._conflict``)
         self.settings = [
             f
             for f in index.facts
@@ -591,7 +591,7 @@ class _Context:
         p = self.key_cache.get(name)
         if p is None:
             sites: list[tuple[int, int]] = []
-            for k in _entity_keys(name):
+            for k in entity_keys(name):
                 sites.extend(self.index.key_sites(k))
                 if sites:
                     break
@@ -674,14 +674,14 @@ class _Context:
                 for fn in self.index.functions
                 if self.fid_of.get(fn.file) in self.code_fids
             ]
-        for k in _entity_keys(name):  # most specific spelling first
+        for k in entity_keys(name):  # most specific spelling first
             out = [fn for fn, keys in self._fn_keys if k in keys]
             if out:
                 return out
         return []
 
 
-def _vkey(v: float) -> float:
+def rounded_value(v: float) -> float:
     return float(f"{v:.9g}")
 
 
@@ -714,7 +714,7 @@ def _terms_match(a: str, b: str) -> bool:
 def _names_function(name: str, fname: str) -> bool:
     """``k-means++`` names ``kmeans_plusplus_init``: the name is most of the function's name."""
     f = squash(fname)
-    return any(len(k) >= 4 and k in f and len(k) >= 0.6 * len(f) for k in _entity_keys(name))
+    return any(len(k) >= 4 and k in f and len(k) >= 0.6 * len(f) for k in entity_keys(name))
 
 
 def _abbrev_match(a: str, b: str) -> bool:
@@ -728,8 +728,8 @@ def _name_terms(words: tuple[str, ...]) -> list[str]:
     return out
 
 
-class _Judge:
-    def __init__(self, ctx: _Context, execution: dict[str, Any] | None) -> None:
+class ClaimJudge:
+    def __init__(self, ctx: SubmissionContext, execution: dict[str, Any] | None) -> None:
         self.ctx = ctx
         self.index = ctx.index
         self.execution = execution
@@ -930,7 +930,7 @@ class _Judge:
             all_terms = ctx_terms + _name_terms(num.after_words)
             best, best_fact = 0.0, None
             for cand in num.candidates():
-                for fact in self.ctx.facts_by_value.get(_vkey(cand), []):
+                for fact in self.ctx.facts_by_value.get(rounded_value(cand), []):
                     if self.ctx.fid_of.get(fact.file) not in self.ctx.code_fids:
                         continue
                     sim = self._name_sim(all_terms, fact)
@@ -962,7 +962,7 @@ class _Judge:
             for cand in num.candidates():
                 sites += [
                     s
-                    for s in self.index.literals.get(_vkey(cand), ())
+                    for s in self.index.literals.get(rounded_value(cand), ())
                     if s[0] in self.ctx.code_fids
                 ]
             if sites:
@@ -1063,7 +1063,7 @@ class _Judge:
         return None
 
     def _formula(self, formula: str) -> tuple[str, str, tuple[int, int, int] | None]:
-        target = _formula_tokens(formula)
+        target = formula_tokens(formula)
         names = Counter({k: v for k, v in target.items() if k.startswith("n:")})
         ops = Counter({k: v for k, v in target.items() if not k.startswith("n:")})
         if not names:
@@ -1083,7 +1083,7 @@ class _Judge:
             if k < need or self.index.files[fid].kind != CODE or self.index.is_comment(fid, ln):
                 continue
             stmt = self._statement(fid, ln)
-            toks = _formula_tokens(stmt)
+            toks = formula_tokens(stmt)
             n_cont = sum(min(c, toks.get(t, 0)) for t, c in names.items()) / n_names
             o_total = sum(ops.values()) or 1
             o_cont = sum(min(c, toks.get(t, 0)) for t, c in ops.items()) / o_total
@@ -1314,7 +1314,7 @@ class _Judge:
     ) -> tuple[int, bool, int, int, bool] | None:
         """Position of a step in a linearised scope: a call named like the step's key (strong),
         else the first line that matches it."""
-        keys = [k for key in st.keys for k in _entity_keys(key)]
+        keys = [k for key in st.keys for k in entity_keys(key)]
         first_line = None
         for i, (kind, fid, ln, callee, direct) in enumerate(lin):
             if kind == "call" and keys:
@@ -1394,7 +1394,7 @@ _FTOK_RE = re.compile(
 _UNICODE_OPS = str.maketrans({"−": "-", "×": "*", "·": "*", "⋅": "*", "∗": "*", "÷": "/"})
 
 
-def _formula_tokens(text: str) -> Counter[str]:
+def formula_tokens(text: str) -> Counter[str]:
     """Operands (``n:``), functions (``f:``), operators (``o:``) and constants (``c:``) of an
     expression, normalised: module prefixes dropped, methods as functions, ``**`` as ``^``."""
     text = text.translate(_UNICODE_OPS).replace("²", "**2").replace("√", "sqrt")
@@ -1480,11 +1480,11 @@ def judge_outcomes(
     index: CodeIndex, saus: list[dict[str, Any]], execution: dict[str, Any] | None = None
 ) -> list[tuple[dict[str, Any], Outcome]]:
     """The rules' outcomes per SAU (with the continuous support, for calibration studies)."""
-    ctx = _Context(index, saus)
+    ctx = SubmissionContext(index, saus)
     if not ctx.has_code:
         why = "The submission is empty." if index.empty else "The submission has no code or config."
         return [(sau, Outcome("missing", 0.0, "omission", why, [])) for sau in saus]
-    judge = _Judge(ctx, execution)
+    judge = ClaimJudge(ctx, execution)
     out = []
     for sau in saus:
         claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)

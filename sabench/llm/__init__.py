@@ -23,9 +23,9 @@ from sabench.llm.client import (
     LLMError,
     Structured,
     Usage,
-    get_litellm,
     redact,
 )
+from sabench.llm.litellm_setup import get_litellm
 from sabench.llm.pricing import call_cost, price_per_mtok
 from sabench.llm.settings import DEFAULT_CACHE_DIR, LLMSettings
 from sabench.llm.structured import extract_json, parse_reply

@@ -1,15 +1,13 @@
 """One client over litellm: any provider by model string, retries with backoff, bounded concurrency,
 tokens and dollars per call, the on-disk cache, and structured output with one repair attempt.
 
-litellm is imported only here, on first use (:func:`get_litellm`), so nothing at Snakefile parse
-time pays for it; the import sets ``LITELLM_LOCAL_MODEL_COST_MAP`` (no network at import) and points
-tiktoken at litellm's bundled encodings (no download on first use).
+litellm is imported on first use only (:func:`sabench.llm.litellm_setup.get_litellm`), so nothing
+at Snakefile parse time pays for it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import logging
 import os
 import random
@@ -17,8 +15,6 @@ import re
 import time
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -26,6 +22,7 @@ from pydantic import BaseModel
 from sabench.errors import UserError
 from sabench.llm.budget import BudgetSpent, SpendLedger
 from sabench.llm.cache import LLMCache, cache_key
+from sabench.llm.litellm_setup import get_litellm
 from sabench.llm.pricing import call_cost
 from sabench.llm.settings import LLMSettings
 from sabench.llm.structured import parse_reply, response_format
@@ -38,26 +35,6 @@ R = TypeVar("R")
 #: Placeholder key for local OpenAI-compatible servers that need none (the SDK insists on one).
 NO_KEY = "sk-no-key-required"
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.I)
-
-
-@cache
-def get_litellm() -> Any:
-    """Import litellm quietly and offline (see the module docstring)."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    if "TIKTOKEN_CACHE_DIR" not in os.environ:
-        spec = importlib.util.find_spec("litellm")
-        if spec and spec.submodule_search_locations:
-            bundled = Path(spec.submodule_search_locations[0]) / "litellm_core_utils" / "tokenizers"
-            if bundled.is_dir():
-                os.environ["TIKTOKEN_CACHE_DIR"] = str(bundled)
-    import litellm
-
-    litellm.suppress_debug_info = True
-    litellm.drop_params = True  # a provider without e.g. seed or response_format: drop, not fail
-    litellm.telemetry = False
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx", "openai"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    return litellm
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

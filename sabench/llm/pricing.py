@@ -16,7 +16,7 @@ def call_cost(
             + completion_tokens * float(prices.get("output_per_mtok", 0.0))
         ) / 1e6
         return cost, True
-    from sabench.llm.client import get_litellm
+    from sabench.llm.litellm_setup import get_litellm
 
     litellm = get_litellm()
     try:

@@ -131,7 +131,7 @@ def _etc_files(control: Path, network: str) -> dict[str, Path]:
     return out
 
 
-def _capacity(workdir: Path, output_limit: int) -> tuple[int, int, int]:
+def image_capacity(workdir: Path, output_limit: int) -> tuple[int, int, int]:
     """(bytes the workdir occupies, 4 KiB blocks per file/dir; image size; inodes to make)."""
     used = 0
     entries = 0
@@ -310,7 +310,7 @@ class BwrapSandbox(Sandbox):
                 cgroup = RunCgroup.create(spec.mem_bytes, spec.pids)
             except CgroupUnavailable as exc:
                 notes.append(f"cgroups unavailable ({exc}): memory/pids fall back to rlimits")
-            used, image_bytes, inodes = _capacity(workdir, spec.output_limit_bytes)
+            used, image_bytes, inodes = image_capacity(workdir, spec.output_limit_bytes)
             fs_bytes = used + spec.output_limit_bytes
             # A file-size cap just above the filesystem's: ENOSPC comes first; it stops sparse
             # giants (and is the only output cap where no filesystem can be mounted).

@@ -23,14 +23,14 @@ class CgroupUnavailable(Exception):
 
 
 @dataclass(frozen=True)
-class _Mount:
+class CgroupMount:
     root: str
     mountpoint: Path
     fstype: str
     options: frozenset[str]
 
 
-def _mounts() -> list[_Mount]:
+def cgroup_mounts() -> list[CgroupMount]:
     out = []
     with open("/proc/self/mountinfo", encoding="utf-8") as fh:
         for line in fh:
@@ -39,7 +39,7 @@ def _mounts() -> list[_Mount]:
             if len(lf) < 5 or len(rf) < 3:
                 continue
             point = Path(lf[4].replace("\\040", " "))
-            out.append(_Mount(lf[3], point, rf[0], frozenset(rf[2].split(","))))
+            out.append(CgroupMount(lf[3], point, rf[0], frozenset(rf[2].split(","))))
     return out
 
 
@@ -54,13 +54,13 @@ def _own_paths() -> dict[str, str]:
     return out
 
 
-def _join(mount: _Mount, own: str) -> Path:
+def cgroup_dir(mount: CgroupMount, own: str) -> Path:
     rel = os.path.relpath(own, mount.root) if own.startswith(mount.root) else own
     rel = "" if rel == "." else rel.lstrip("/")
     return mount.mountpoint / rel
 
 
-def _read_key(path: Path, key: str) -> int:
+def read_stat_key(path: Path, key: str) -> int:
     try:
         for line in path.read_text().splitlines():
             name, _, value = line.partition(" ")
@@ -116,7 +116,7 @@ class RunCgroup:
         """Make and limit a fresh group, or raise :class:`CgroupUnavailable` saying why."""
         if os.geteuid() != 0:
             raise CgroupUnavailable("not root: cannot create cgroups")
-        mounts = _mounts()
+        mounts = cgroup_mounts()
         own = _own_paths()
         name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         v1 = {
@@ -135,12 +135,12 @@ class RunCgroup:
 
     @classmethod
     def _create_v1(
-        cls, mounts: dict[str, _Mount], own: dict[str, str], name: str, mem: int, pids: int
+        cls, mounts: dict[str, CgroupMount], own: dict[str, str], name: str, mem: int, pids: int
     ) -> RunCgroup:
         group = cls(version=1)
         try:
             for controller, mount in mounts.items():
-                parent = _join(mount, own.get(controller, "/"))
+                parent = cgroup_dir(mount, own.get(controller, "/"))
                 _reap_stale(parent)
                 d = parent / name
                 d.mkdir()
@@ -157,9 +157,9 @@ class RunCgroup:
         return group
 
     @classmethod
-    def _create_v2(cls, mount: _Mount, own: str, name: str, mem: int, pids: int) -> RunCgroup:
+    def _create_v2(cls, mount: CgroupMount, own: str, name: str, mem: int, pids: int) -> RunCgroup:
         errors = []
-        for parent in dict.fromkeys([_join(mount, own), mount.mountpoint]):
+        for parent in dict.fromkeys([cgroup_dir(mount, own), mount.mountpoint]):
             try:
                 wanted = {"memory", "pids"}
                 enabled = set((parent / "cgroup.subtree_control").read_text().split())
@@ -199,7 +199,7 @@ class RunCgroup:
         d = self._dir("memory")
         if d is None:
             return 0
-        return _read_key(
+        return read_stat_key(
             d / ("memory.oom_control" if self.version == 1 else "memory.events"), "oom_kill"
         )
 
@@ -213,7 +213,7 @@ class RunCgroup:
 
     def pids_limit_hits(self) -> int:
         d = self._dir("pids")
-        return _read_key(d / "pids.events", "max") if d else 0
+        return read_stat_key(d / "pids.events", "max") if d else 0
 
     def kill_all(self, timeout_s: float = 3.0) -> bool:
         """SIGKILL everything left in the group; True once it is empty."""

@@ -44,7 +44,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from sabench.sandbox import ISOLATION_KEYS, SUBMISSION_TARGET, RunResult, Sandbox, SandboxSpec
+from sabench.sandbox import (
+    ISOLATION_KEYS,
+    SUBMISSION_TARGET,
+    RunResult,
+    Sandbox,
+    SandboxSpec,
+    get_backend,
+)
 from sabench.sandbox import _stage as stage_helpers
 from sabench.sandbox._common import (
     XFSZ_MESSAGE,
@@ -55,7 +62,7 @@ from sabench.sandbox._common import (
     tree_bytes,
     write_log,
 )
-from sabench.sandbox.cgroups import _join, _mounts, _read_key
+from sabench.sandbox.cgroups import cgroup_dir, cgroup_mounts, read_stat_key
 from sabench.sandbox.gpu import host_gpus, normalize_request
 from sabench.sandbox.images import ImageError, ImageInfo, resolve_image
 
@@ -204,7 +211,7 @@ def _container_cgroup(pid: int) -> dict[str, Path]:
         lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
     except OSError:
         return {}
-    mounts = _mounts()
+    mounts = cgroup_mounts()
     out: dict[str, Path] = {}
     for line in lines:
         _id, controllers, path = line.split(":", 2)
@@ -221,7 +228,7 @@ def _container_cgroup(pid: int) -> dict[str, Path]:
                 None,
             )
             if mount is not None:
-                folder = _join(mount, path)
+                folder = cgroup_dir(mount, path)
                 if folder.is_dir():
                     out[c] = folder
     return out
@@ -229,7 +236,7 @@ def _container_cgroup(pid: int) -> dict[str, Path]:
 
 def _guess_cgroup(candidates: list[str]) -> dict[str, Path]:
     """controller -> folder for the first candidate path that exists (no engine call)."""
-    mounts = _mounts()
+    mounts = cgroup_mounts()
     for rel in candidates:
         out: dict[str, Path] = {}
         for m in mounts:
@@ -257,15 +264,17 @@ def _poll_cgroup(groups: dict[str, Path], poll: _Poll, interval: float = 0.05) -
                     poll.peak_bytes, int((mem / "memory.max_usage_in_bytes").read_text())
                 )
                 poll.found = True
-            poll.oom_kills = max(poll.oom_kills, _read_key(mem / "memory.oom_control", "oom_kill"))
+            poll.oom_kills = max(
+                poll.oom_kills, read_stat_key(mem / "memory.oom_control", "oom_kill")
+            )
         elif v2 is not None:
             for name in ("memory.peak", "memory.current"):
                 with contextlib.suppress(OSError, ValueError):
                     poll.peak_bytes = max(poll.peak_bytes, int((v2 / name).read_text()))
                     poll.found = True
-            poll.oom_kills = max(poll.oom_kills, _read_key(v2 / "memory.events", "oom_kill"))
+            poll.oom_kills = max(poll.oom_kills, read_stat_key(v2 / "memory.events", "oom_kill"))
         if pids is not None:
-            poll.pid_hits = max(poll.pid_hits, _read_key(pids / "pids.events", "max"))
+            poll.pid_hits = max(poll.pid_hits, read_stat_key(pids / "pids.events", "max"))
         if poll.stop.wait(interval):
             return
 
@@ -274,12 +283,12 @@ class _OutputStage:
     """/submission's size-limited filesystem, mounted on the host for one run (root only)."""
 
     def __init__(self, workdir: Path, control: Path, output_limit: int, order: tuple[str, ...]):
-        from sabench.sandbox.bwrap import _capacity
+        from sabench.sandbox.bwrap import image_capacity
 
         self.workdir = workdir
         self.mountpoint = control / "stage"
         self.kind = "none"
-        self.used, image_bytes, inodes = _capacity(workdir, output_limit)
+        self.used, image_bytes, inodes = image_capacity(workdir, output_limit)
         self.fs_bytes = self.used + output_limit
         self.plan = {
             "tools": {
@@ -317,10 +326,10 @@ class _OutputStage:
 
     def copy_in(self, data: Path, uid: int, gid: int) -> None:
         """The workdir into the stage (links stay links; fifos and devices are skipped)."""
-        from sabench.execute import _ignore_special
+        from sabench.execute import ignore_special
 
         shutil.copytree(
-            self.workdir, data, symlinks=True, ignore=_ignore_special, dirs_exist_ok=True
+            self.workdir, data, symlinks=True, ignore=ignore_special, dirs_exist_ok=True
         )
         _chown_tree(data, uid, gid)
 
@@ -1029,12 +1038,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["reap", "check"])
     parser.add_argument("--engine", choices=["docker", "podman"], default="docker")
     args = parser.parse_args(argv)
-    if args.engine == "podman":
-        from sabench.sandbox.podman import PodmanSandbox
-
-        backend: DockerSandbox = PodmanSandbox()
-    else:
-        backend = DockerSandbox()
+    backend: Any = get_backend(args.engine)  # podman's backend is a DockerSandbox too
     ok, why = backend.available()
     if args.action == "check":
         print(json.dumps({"available": ok, "why": why, "url": backend.engine_url()}))
