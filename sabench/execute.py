@@ -26,7 +26,7 @@ from typing import Any
 from sabench import __version__
 from sabench.contracts import EXECUTION_STATUSES
 from sabench.errors import UserError
-from sabench.faults import FAULT_EXIT, clear_fault, fault_path, record_fault
+from sabench.faults import announce_fault, clear_fault, record_fault
 from sabench.io import atomic_path, write_json, write_text
 from sabench.sandbox import (
     ISOLATION_KEYS,
@@ -471,13 +471,7 @@ def main(argv: list[str] | None = None) -> int:
             settings,
         )
     if record["status"] == "sandbox_error":
-        print(
-            f"fault: execute: sandbox_error: {record['message']} (recorded in "
-            f"{fault_path(args.out, 'execute')}; not scored: run the same command again once the "
-            "cause is fixed)",
-            file=sys.stderr,
-        )
-        return FAULT_EXIT
+        return announce_fault(args.out, "execute", "sandbox_error", record["message"])
     if args.quiet:
         print(f"{args.out}: {record['status']} in {record['wall_s']}s ({record['backend']})")
     else:

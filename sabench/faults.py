@@ -89,12 +89,18 @@ def read_fault(run_dir: str | Path, stage: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def exit_for_fault(run_dir: str | Path, stage: str, fault: Fault, **extra: Any) -> int:
-    """Record ``fault``, say so in one line and return :data:`FAULT_EXIT` (for ``main``)."""
-    path = record_fault(run_dir, stage, fault.cause, fault.message, **extra)
+def announce_fault(run_dir: str | Path, stage: str, cause: str, message: str) -> int:
+    """Say, in one line, that ``stage`` of the run ended with a recorded fault; return
+    :data:`FAULT_EXIT` (for ``main``)."""
     print(
-        f"fault: {stage}: {fault.cause}: {fault.message} (recorded in {path}; not scored: "
-        "run the same command again once the cause is fixed)",
+        f"fault: {stage}: {cause}: {message} (recorded in {fault_path(run_dir, stage)}; not "
+        "scored: run the same command again once the cause is fixed)",
         file=sys.stderr,
     )
     return FAULT_EXIT
+
+
+def exit_for_fault(run_dir: str | Path, stage: str, fault: Fault, **extra: Any) -> int:
+    """Record ``fault`` and announce it (for ``main``)."""
+    record_fault(run_dir, stage, fault.cause, fault.message, **extra)
+    return announce_fault(run_dir, stage, fault.cause, fault.message)

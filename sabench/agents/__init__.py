@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench import __version__
-from sabench.faults import FAULT_EXIT, clear_fault, record_fault
+from sabench.faults import announce_fault, clear_fault, record_fault
 from sabench.io import atomic_path, write_json
 
 #: Folders never copied from a replayed submission: VCS data and caches say nothing about the code.
@@ -221,13 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         for refused in data["refused"]:
             log.warning("refused archive member %s", refused)
     if data["status"] == "fault":
-        print(
-            f"fault: reproduce: {data['fault']}: {data['error']} (recorded in "
-            f"{args.out / 'faults' / 'reproduce.json'}; not scored: run the same command again "
-            "once the cause is fixed)",
-            file=sys.stderr,
-        )
-        return FAULT_EXIT
+        return announce_fault(args.out, "reproduce", data["fault"], str(data["error"]))
     print(f"{args.agent}/{args.paper}/{args.seed}: {data['status']} ({data['n_files']} files)")
     return 0
 
