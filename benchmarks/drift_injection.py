@@ -25,8 +25,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sabench.benchmarks_io.reference import read_verdicts  # noqa: E402
 from sabench.drift import drift_frame, drift_summary, judge_mutants, make_mutants  # noqa: E402
+from sabench.judges.reference import read_verdicts  # noqa: E402
 from sabench.saus import import_paper_saus, import_sabench  # noqa: E402
 
 JUDGES = (("static", {}),)

@@ -27,9 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sabench.benchmarks_io.reference import read_verdicts  # noqa: E402
 from sabench.contracts import DIMENSIONS  # noqa: E402
 from sabench.index import build_index  # noqa: E402
+from sabench.judges.reference import read_verdicts  # noqa: E402
 from sabench.judges.static import judge_static  # noqa: E402
 from sabench.saus import import_sabench  # noqa: E402
 from sabench.stats import agreement_metrics  # noqa: E402

@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 
 from sabench.errors import UserError
-from sabench.judging import merge_judgments
+from sabench.judges.run import merge_judgments
 from sabench.grid import (
     LLM_OPERATIONAL_SETTINGS,
     SCHEDULING_KEYS,
@@ -205,7 +205,7 @@ def reference_verdicts(wildcards):
     """The verdict file the reference judge reads for this run, when it has one."""
     if JUDGE_BY_SLUG[wildcards.judge] != "reference":
         return []
-    from sabench.benchmarks_io.reference import verdict_path
+    from sabench.judges.reference import verdict_path
 
     path = verdict_path(SETTINGS.config["judge_settings"]["reference"], dict(wildcards))
     return [str(path)] if path.is_file() else []

@@ -24,7 +24,7 @@ rule judge:
     params:
         judge=by_wildcard("judge", JUDGE_PARAMS),
     shell:
-        f'{PYTHON} -m sabench.judging "$(dirname {{input.agent:q}})" --saus {{input.saus:q}}'
+        f'{PYTHON} -m sabench.judges.run "$(dirname {{input.agent:q}})" --saus {{input.saus:q}}'
         f" --out {{output:q}} --judge {{params.judge[name]:q}}"
         f" --fingerprint {{params.judge[fingerprint]}}"
         f" --settings {{params.judge[settings_json]:q}} --agent-view {{input.view:q}}"

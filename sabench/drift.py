@@ -914,7 +914,7 @@ def judge_mutants(
     run: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Score the original and every mutant with every judge; one row per mutant and judge."""
-    from sabench.judging import run_judge
+    from sabench.judges.run import run_judge
 
     run = run or {}
     rows: list[dict[str, Any]] = []
@@ -1043,7 +1043,7 @@ def drift_results(
     Where judge ``reference`` judged a run, only SAUs it scored at least ``min_reference_score``
     are mutated and its cited lines guide the search for prose claims.
     """
-    from sabench.judging import read_saus_table
+    from sabench.judges.run import read_saus_table
 
     rows: list[dict[str, Any]] = []
     saus_cache: dict[str, list[dict[str, Any]]] = {}
@@ -1102,7 +1102,7 @@ def main(argv: list[str] | None = None) -> int:
                 min_reference_score=args.min_reference_score,
             )
         else:
-            from sabench.judging import read_saus_table
+            from sabench.judges.run import read_saus_table
 
             if args.submission is None or args.saus is None:
                 parser.error("give SUBMISSION and --saus, or --results")

@@ -30,7 +30,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 #: Source files whose content defines each judge; their hash is the judge's fingerprint.
 JUDGE_SOURCES = {
     "static": ("judges/static.py", "index.py", "values.py", "contracts.py"),
-    "reference": ("benchmarks_io/reference.py", "contracts.py"),
+    "reference": ("judges/reference.py", "contracts.py"),
     "exec": ("judges/exec_judge.py", "checks.py", "contracts.py"),
     # llm:<model>: its code, the LLM layer, its prompt templates and the retrieval it reuses
     "llm": (
@@ -474,7 +474,7 @@ def _benchmark_data(
 ) -> dict[str, dict[str, Any]]:
     """Apply ``sabench_data`` / ``paperbench_data``: papers, SAU files, replay agents and judge
     ``reference`` come from the benchmark's folder (listed, never unpacked). Returns the agents."""
-    from sabench.benchmarks_io.layouts import layout_from_config
+    from sabench.peer_data.layouts import layout_from_config
 
     layout = layout_from_config(config, workdir, config_path)
     if layout is None:

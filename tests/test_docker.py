@@ -369,7 +369,7 @@ echo end
 def test_outward_symlinks_are_neither_copied_out_nor_followed_by_the_judge(
     engine: Any, tmp_path: Path
 ) -> None:
-    from sabench.judging import run_judge
+    from sabench.judges.run import run_judge
     from sabench.saus import import_paper_saus
 
     paths = make_run(tmp_path, "")

@@ -443,10 +443,10 @@ def test_time_budget_turns_the_rest_into_errors(executed: Path, runtime: dict) -
 def test_run_judge_dispatch_and_cli(
     executed: Path, runtime: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``python -m sabench.judging RUN --judge exec`` on a run folder, as the workflow calls it."""
+    """``python -m sabench.judges.run RUN --judge exec`` on a run folder, as the workflow calls it."""
     import pandas as pd
 
-    from sabench.judging import main
+    from sabench.judges.run import main
     from sabench.saus import write_saus
 
     run = executed.parent

@@ -29,7 +29,7 @@ from sabench.judges.llm_judge import (
     about_results,
     judge_llm,
 )
-from sabench.judging import judge_run
+from sabench.judges.run import judge_run
 
 REPO = Path(__file__).resolve().parents[1]
 DRIFTED = REPO / "resources" / "submissions" / "drifted" / "ridge-gd"

@@ -170,7 +170,7 @@ def test_wheel_judges_with_an_llm_outside_the_checkout(tmp_path: Path) -> None:
     with ScriptedServer([{"replies": [{"json": answer}]}]) as server:
         out = installed(
             "-m",
-            "sabench.judging",
+            "sabench.judges.run",
             str(run),
             "--saus",
             str(tmp_path / "saus.parquet"),

@@ -17,11 +17,11 @@ import pytest
 import yaml
 
 from sabench.agents import run_agent
-from sabench.benchmarks_io.archive import clean_member, extract_member
-from sabench.benchmarks_io.calibrate import paperbench_table, sabench_table
-from sabench.benchmarks_io.reference import judge_reference, zero_verdict
 from sabench.errors import UserError
 from sabench.grid import load_settings
+from sabench.judges.reference import judge_reference, zero_verdict
+from sabench.peer_data.archive import clean_member, extract_member
+from sabench.peer_data.calibrate import paperbench_table, sabench_table
 from sabench.saus import import_paper_saus
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sabench.benchmarks_io.reference import read_verdicts
 from sabench.errors import MAX_PROBLEMS, UserError
 from sabench.grid import load_agents
+from sabench.judges.reference import read_verdicts
 from sabench.saus import import_paper_saus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def run_dir(tmp_path: Path) -> Path:
 def test_judging_unknown_judge(run_dir: Path) -> None:
     line = one_error(
         run(
-            "sabench.judging",
+            "sabench.judges.run",
             run_dir,
             "--saus",
             run_dir.parents[3] / "saus.parquet",
@@ -76,11 +76,11 @@ def test_judging_unknown_judge(run_dir: Path) -> None:
 )
 def test_judging_bad_arguments(run_dir: Path, extra: list[str], message: str) -> None:
     saus = ["--saus", str(run_dir.parents[3] / "saus.parquet")]
-    assert message in one_error(run("sabench.judging", run_dir, *saus, *extra))
+    assert message in one_error(run("sabench.judges.run", run_dir, *saus, *extra))
 
 
 def test_judging_not_a_run_folder(tmp_path: Path) -> None:
-    line = one_error(run("sabench.judging", tmp_path, "--saus", tmp_path / "x.parquet"))
+    line = one_error(run("sabench.judges.run", tmp_path, "--saus", tmp_path / "x.parquet"))
     assert f"{tmp_path}: not a run folder (no agent.json" in line
 
 

@@ -51,9 +51,9 @@ def replay(source: Path, submission: Path) -> tuple[str, str | None]:
 
 def replay_archive(archive: Path, member: str, submission: Path) -> tuple[str, str | None, list]:
     """Extract folder ``member`` of ``archive`` into ``submission`` (see
-    :mod:`sabench.benchmarks_io.archive`); a missing archive or member gives an empty submission.
+    :mod:`sabench.peer_data.archive`); a missing archive or member gives an empty submission.
     Returns (status, error, refused members as "name: why")."""
-    from sabench.benchmarks_io.archive import extract_member
+    from sabench.peer_data.archive import extract_member
 
     with atomic_path(submission, directory=True) as tmp:
         if not archive.is_file():

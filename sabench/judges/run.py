@@ -56,7 +56,7 @@ def run_judge(
             settings=settings,
         )
     if name == "reference":
-        from sabench.benchmarks_io.reference import judge_reference
+        from sabench.judges.reference import judge_reference
 
         return judge_reference(settings, saus, run or {})
     if name == "static":

@@ -1,7 +1,7 @@
 """Calibration tables of a results folder against the benchmark's own published numbers.
 
-    python -m sabench.benchmarks_io.calibrate --results results-sabench --sabench-data ../shared/sabench
-    python -m sabench.benchmarks_io.calibrate --results results-paperbench \\
+    python -m sabench.peer_data.calibrate --results results-sabench --sabench-data ../shared/sabench
+    python -m sabench.peer_data.calibrate --results results-paperbench \\
         --paperbench-data ../shared/paperbench
 
 Prints Markdown: for SA-Bench, per agent the ``reference`` judge's overall score from our tables next
