@@ -21,12 +21,18 @@ rule aggregate:
         disk_mb=1000,
         runtime=30,
     params:
-        runs=SETTINGS.grid_runs,
-        papers=SETTINGS.grid_papers,
-        judges=SETTINGS.judges,
-        execute=EXECUTE,
-    script:
-        "../scripts/aggregate.py"
+        # the runs as blocks (sabench.grid.pack_runs): 100k runs fit one argument
+        grid=json.dumps(
+            {
+                "runs": pack_runs(SETTINGS.grid_runs),
+                "papers": SETTINGS.grid_papers,
+                "judges": SETTINGS.judges,
+                "execute": EXECUTE,
+            }
+        ),
+    shell:
+        f"{PYTHON} -m sabench.aggregate --results {shlex.quote(R)}"
+        " --grid {params.grid:q} > {log:q} 2>&1"
 
 
 rule report:
@@ -59,8 +65,9 @@ rule report:
         mem_mb=2000,
         disk_mb=1000,
         runtime=10,
-    script:
-        "../scripts/report.py"
+    shell:
+        f"{PYTHON} -m sabench.report --tables {{input:q}} --out {shlex.quote(result('report'))}"
+        f" --results {shlex.quote(R)} --config-hash {CONFIG_HASH} > {{log:q}} 2>&1"
 
 
 if SETTINGS.drift_runs:

@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 
 from sabench.errors import UserError
-from sabench.judges.run import merge_judgments
+from sabench.judges.registry import judge_kind, verdict_file
 from sabench.grid import (
     LLM_OPERATIONAL_SETTINGS,
     SCHEDULING_KEYS,
@@ -17,6 +17,7 @@ from sabench.grid import (
     judge_fingerprint,
     judge_slug,
     load_settings,
+    pack_runs,
 )
 
 try:
@@ -54,8 +55,10 @@ RUNTIME["python_env"] = str(Path(workflow.basedir) / RUNTIME["python_env"])
 TOOL_RUNTIME = shell_json(RUNTIME)
 if RUNTIME.get("image_cache"):
     RUNTIME["image_cache"] = str(Path(workflow.basedir) / RUNTIME["image_cache"])
-# Steps run as `python -m sabench.<module>` with this interpreter: the same command a user types
-# to debug one step, and no per-job script lookup in the dry run.
+# One convention for every step, a shell command `{PYTHON} -m sabench.<module> ARGS > {log:q} 2>&1`
+# in each rule (never a script or run block). The rule runs the same command a user types to debug
+# one step (`python -m sabench.<module> --help`), it works the same under conda and Slurm, and the
+# dry run does no per-job script lookup.
 if "conda" in str(workflow.deployment_settings.deployment_method).lower():
     PYTHON = f"PYTHONPATH={shlex.quote(workflow.basedir)} python"
 else:
@@ -73,6 +76,11 @@ from sabench.locks import mark_snakemake
 
 mark_snakemake()
 REPO = shlex.quote(workflow.basedir)
+# The report's provenance: in its command, not in params, so that a new endpoint or concurrency
+# reruns nothing, the report included (command text is no rerun trigger here).
+CONFIG_HASH = hashlib.sha256(
+    json.dumps(dict(config), sort_keys=True, default=str).encode()
+).hexdigest()[:16]
 SANDBOX_REQUIREMENTS = shlex.quote(str(Path(workflow.basedir) / "envs" / "sandbox.txt"))
 PAPERS_DIR = Path(workflow.basedir) / SETTINGS.config["papers_dir"]
 RUN = f"{R}/runs/{{agent}}/{{paper}}/{{seed}}"
@@ -183,7 +191,9 @@ for _slug, _judge in JUDGE_BY_SLUG.items():
         "settings_json": json.dumps(_judged_by, sort_keys=True),
         "fingerprint": judge_fingerprint(_judge, _settings),
         # sandbox settings for judges that run code: a change reruns exec, never static or llm
-        "runtime_json": json.dumps(RUNTIME if _judge == "exec" else {}, sort_keys=True),
+        "runtime_json": json.dumps(
+            RUNTIME if judge_kind(_judge).runs_code else {}, sort_keys=True
+        ),
     }
 JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
 
@@ -201,13 +211,14 @@ def check_inputs(wildcards):
     return _check_inputs(wildcards.paper)
 
 
-def reference_verdicts(wildcards):
-    """The verdict file the reference judge reads for this run, when it has one."""
-    if JUDGE_BY_SLUG[wildcards.judge] != "reference":
+def judge_verdicts(wildcards):
+    """The verdict file a judge of another benchmark's verdicts reads for this run, if any."""
+    judge = JUDGE_BY_SLUG[wildcards.judge]
+    if not judge_kind(judge).verdicts:
         return []
-    from sabench.judges.reference import verdict_path
-
-    path = verdict_path(SETTINGS.config["judge_settings"]["reference"], dict(wildcards))
+    path = verdict_file(
+        judge, SETTINGS.config["judge_settings"][judge], dict(wildcards)
+    )
     return [str(path)] if path.is_file() else []
 
 
@@ -249,7 +260,10 @@ DRIFT = SETTINGS.config["drift"]
 DRIFT_TABLES = [result("tables/drift_injection.parquet")] if SETTINGS.drift_runs else []
 DRIFT_CODE = (
     hashlib.sha256(
-        (Path(workflow.basedir) / "sabench" / "drift.py").read_bytes()
+        b"".join(
+            p.read_bytes()
+            for p in sorted((Path(workflow.basedir) / "sabench" / "drift").glob("*.py"))
+        )
     ).hexdigest()[:16]
     if SETTINGS.drift_runs
     else ""

@@ -17,5 +17,6 @@ rule ingest:
         runtime=10,
     params:
         paper_dir=str(PAPERS_DIR / "{paper}"),
-    script:
-        "../scripts/ingest.py"
+    shell:
+        f"{PYTHON} -m sabench.ingest {{params.paper_dir:q}}"
+        ' --out "$(dirname {output.text:q})" > {log:q} 2>&1'

@@ -8,8 +8,8 @@ rule judge:
         # for judges that run code (exec): ancient, so that re-ingesting a paper reruns no judge
         executed=ancient(run_file("executed")) if EXECUTE else [],
         view=ancient(paper_file("agent_view")),
-        # the reference judge's verdict file of the run: a new version rejudges the run
-        verdicts=reference_verdicts if "reference" in SETTINGS.judges else [],
+        # the verdict file of the run, for judges that read one: a new version rejudges the run
+        verdicts=judge_verdicts,
     output:
         run_file("judge/{judge}.parquet"),
     log:
@@ -33,7 +33,7 @@ rule judge:
 
 
 rule judgments:
-    """All judges' rows of one run in one table (in-process: no interpreter start per run)."""
+    """All judges' rows of one run in one table."""
     input:
         RUN_JUDGMENTS,
     output:
@@ -41,5 +41,7 @@ rule judgments:
     log:
         run_file("logs/judgments.log"),
     localrule: True
-    run:
-        merge_judgments(input, output[0], log[0])
+    conda:
+        "../envs/sabench.yaml"
+    shell:
+        f"{PYTHON} -m sabench.judges.merge --out {{output:q}} {{input:q}} > {{log:q}} 2>&1"

@@ -17,8 +17,9 @@ rule saus:
         runtime=10,
     params:
         paper_dir=str(PAPERS_DIR / "{paper}"),
-    script:
-        "../scripts/saus.py"
+    shell:
+        f"{PYTHON} -m sabench.saus {{params.paper_dir:q}} --text {{input.text:q}}"
+        " --out {output:q} --sources {input.sources:q} > {log:q} 2>&1"
 
 
 # LLM extraction (saus_extraction.extractor) for the papers that have no SAU file.

@@ -24,7 +24,9 @@ from sabench import scoring, stats
 from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
 from sabench.errors import UserError
 from sabench.faults import fault_path, read_fault
+from sabench.grid import unpack_runs
 from sabench.io import read_json, read_parquet_metadata, write_parquet, write_text
+from sabench.steps import json_object, step
 
 Run = tuple[str, str, str]
 
@@ -696,8 +698,31 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Aggregate a results folder into its tables.")
     parser.add_argument("--results", type=Path, required=True, help="the results root")
-    parser.add_argument("--out", type=Path, help="tables folder (default: <results>/tables)")
+    parser.add_argument(
+        "--out", type=Path, help="tables folder (default: <results>/tables; not with --grid)"
+    )
+    parser.add_argument(
+        "--grid",
+        type=json_object,
+        help="the grid the tables cover, as the aggregate rule gives it (JSON: runs as"
+        " sabench.grid.pack_runs blocks, papers, judges, execute); without it, the runs found"
+        " under --results",
+    )
     args = parser.parse_args(argv)
+    if args.grid is not None:
+        if args.out:
+            parser.error("--out: the tables of --grid go to <results>/tables")
+        with step(None, "aggregate") as log:
+            grid = args.grid
+            summary = write_tables(
+                args.results,
+                unpack_runs(grid["runs"]),
+                list(grid["papers"]),
+                judges=list(grid["judges"]),
+                execute=bool(grid["execute"]),
+            )
+            log.info("tables in %s\n%s", args.results / "tables", summary)
+        return 0
     runs, papers = discover(args.results)
     try:
         tables = aggregate(args.results, runs, papers, args.out or args.results / "tables")

@@ -518,7 +518,7 @@ def run_check(
     tail_chars: int = 1500,
 ) -> Outcome:
     """Run one check in a fresh sandbox on a fresh copy of ``executed``; never raises for what
-    the check does. ``runtime`` is resolved (:func:`sabench.execute.resolve_settings`)."""
+    the check does. ``runtime`` is resolved (:func:`sabench.sandbox.settings.resolve_runtime`)."""
     from sabench.execute import fresh_copy
     from sabench.sandbox import Mount, SandboxSpec, get_backend
 

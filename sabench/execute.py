@@ -20,7 +20,7 @@ import shutil
 import stat
 import sys
 from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from sabench import __version__
@@ -29,16 +29,15 @@ from sabench.errors import UserError
 from sabench.faults import announce_fault, clear_fault, record_fault
 from sabench.io import atomic_path, write_json, write_text
 from sabench.sandbox import (
-    ISOLATION_KEYS,
     Mount,
     SandboxSpec,
-    backend_choices,
     backend_label,
     get_backend,
 )
 from sabench.sandbox.gpu import GpuSampler, NoGpuError, allocate, nvidia_smi
-from sabench.sandbox.gpu import normalize_request as normalize_gpu_request
 from sabench.sandbox.pyenv import ensure_sandbox_env
+from sabench.sandbox.settings import default_python_env, resolve_runtime
+from sabench.sandbox.staging import ignore_special
 from sabench.steps import ArgumentParser, json_object, step
 
 log = logging.getLogger("sabench.execute")
@@ -64,74 +63,8 @@ RECORD_KEYS = (
     "sabench_version",
     "gpu_usage",
 )
-DEFAULT_SETTINGS: dict[str, Any] = {
-    "backend": "auto",
-    "time_limit_s": 600,
-    "mem_mb": 4096,
-    "pids": 512,
-    "output_limit_mb": 1024,
-    "network": "none",
-    "gpus": 0,
-    "image": None,
-    "python_env": None,
-    "log_limit_kb": 256,
-    "metrics_files": ["results.json"],
-    "isolation": {},
-    "image_cache": None,
-    "apptainer": {},
-}
 #: A metrics file larger than this is not parsed (it is data, not a summary).
 MAX_METRICS_BYTES = 16 << 20
-
-
-def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Defaults filled in and types checked; errors name the ``runtime.<key>`` at fault."""
-    merged = {**DEFAULT_SETTINGS, **{k: v for k, v in (settings or {}).items() if v is not None}}
-    unknown = sorted(set(merged) - set(DEFAULT_SETTINGS))
-    if unknown:
-        log.warning("execute ignores unknown runtime settings: %s", ", ".join(unknown))
-    for key in ("time_limit_s", "mem_mb", "pids", "output_limit_mb", "log_limit_kb"):
-        value = merged[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise UserError(None, f"runtime.{key}", f"must be a positive number, got {value!r}")
-    backend_choices(merged["backend"])
-    files = merged["metrics_files"]
-    if isinstance(files, str):
-        files = [files]
-    for name in files:
-        p = PurePosixPath(str(name))
-        if p.is_absolute() or ".." in p.parts or not p.parts:
-            raise UserError(None, "runtime.metrics_files", f"{name!r} must be a relative path")
-    merged["metrics_files"] = [str(f) for f in files]
-    try:
-        normalize_gpu_request(merged["gpus"])
-    except ValueError as exc:
-        raise UserError(None, "runtime.gpus", str(exc)) from None
-    isolation = merged["isolation"]
-    if not isinstance(isolation, Mapping) or any(
-        k not in ISOLATION_KEYS or not isinstance(v, bool) for k, v in isolation.items()
-    ):
-        raise UserError(
-            None, "runtime.isolation", f"must map {', '.join(ISOLATION_KEYS)} to true/false"
-        )
-    merged["isolation"] = dict(isolation)
-    if not isinstance(merged["apptainer"], Mapping):
-        raise UserError(None, "runtime.apptainer", "must map net/limits to true/false")
-    return merged
-
-
-def ignore_special(folder: str, names: list[str]) -> list[str]:
-    """copytree filter: skip fifos, sockets and devices (reading a fifo would hang the copy)."""
-    skipped = []
-    for name in names:
-        try:
-            mode = os.lstat(os.path.join(folder, name)).st_mode
-        except OSError:
-            skipped.append(name)
-            continue
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-            skipped.append(name)
-    return skipped
 
 
 def fresh_copy(src: Path, dst: Path) -> None:
@@ -293,7 +226,7 @@ def execute_run(
     """Copy ``submission`` to ``executed``, run its reproduce.sh sandboxed, write the record."""
     submission, executed = Path(submission), Path(executed)
     record_path, log_path = Path(record_path), Path(log_path)
-    cfg = resolve_settings(settings)
+    cfg = resolve_runtime(settings)
     if executed.resolve() == submission.resolve():
         raise UserError(executed, None, "the executed copy must not be the submission itself")
     fresh_copy(submission, executed)
@@ -413,14 +346,6 @@ def _execute_in_sandbox(
         else ({"ids": gpu_ids, "count": len(gpu_ids)} if gpu_ids else None),
     )
     return _finish(record_path, record)
-
-
-def default_python_env() -> str | None:
-    env = os.environ.get("SABENCH_SANDBOX_ENV")
-    if env:
-        return env
-    repo_env = Path(__file__).resolve().parents[1] / ".venv-sandbox"
-    return str(repo_env) if repo_env.is_dir() else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,32 +18,15 @@ from typing import Any
 import yaml
 
 from sabench.errors import UserError, parse_error
+from sabench.judges.registry import available_judges, judge_available, judge_kind, source_hash
 
 PAPER_FILES = ("paper.md", "paper.pdf")
 SAU_FILES = ("saus.yaml", "saus.yml", "saus.json", "sau.json", "rubric.json")
 IMPLEMENTED_AGENT_KINDS = ("replay", "null", "basic", "pipeline", "command")
-IMPLEMENTED_JUDGES = ("static", "reference", "exec")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "config" / "schema"
 PACKAGE_DIR = Path(__file__).resolve().parent
 
-#: Source files whose content defines each judge; their hash is the judge's fingerprint.
-JUDGE_SOURCES = {
-    "static": ("judges/static.py", "index.py", "values.py", "contracts.py"),
-    "reference": ("judges/reference.py", "contracts.py"),
-    "exec": ("judges/exec_judge.py", "checks.py", "contracts.py"),
-    # llm:<model>: its code, the LLM layer, its prompt templates and the retrieval it reuses
-    "llm": (
-        "judges/llm_judge.py",
-        "llm/*.py",
-        "templates/judge_*.j2",
-        "templates/repair.j2",
-        "judges/static.py",
-        "index.py",
-        "values.py",
-        "contracts.py",
-    ),
-}
 #: LLM SAU extraction (``saus_extraction``): the same, with the extraction prompts.
 EXTRACT_SOURCES = (
     "extract.py",
@@ -65,10 +48,6 @@ LLM_OPERATIONAL_SETTINGS = (
     "cache",
     "cache_dir",
 )
-
-
-def judge_available(judge: str) -> bool:
-    return judge in IMPLEMENTED_JUDGES or (judge.startswith("llm:") and len(judge) > 4)
 
 
 @dataclass
@@ -124,11 +103,12 @@ def _field(error: Any) -> str:
     return out or "(top level)"
 
 
-def validate(data: Any, schema_name: str, path: str | Path) -> None:
+def validate(data: Any, schema_name: str | dict[str, Any], path: str | Path | None) -> None:
     """Validate against a described JSON schema; the first error becomes a one-line UserError."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(_schema(schema_name))
+    schema = _schema(schema_name) if isinstance(schema_name, str) else schema_name
+    validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
     if errors:
         err = errors[0]
@@ -140,6 +120,25 @@ def validate(data: Any, schema_name: str, path: str | Path) -> None:
                 key=lambda e: (-len(e.absolute_path), e.validator in ("type", "enum")),
             )
         raise UserError(path, _field(err), err.message)
+
+
+@cache
+def _runtime_schema() -> dict[str, Any]:
+    full = _schema("config.schema.yaml")
+    runtime = full["properties"]["runtime"]
+    return {"$defs": full.get("$defs", {}), "type": "object", "properties": {"runtime": runtime}}
+
+
+def runtime_defaults() -> dict[str, Any]:
+    """The sandbox settings' defaults (``runtime:``): the config schema is their one home."""
+    properties = _runtime_schema()["properties"]["runtime"]["properties"]
+    return {key: deepcopy(spec.get("default")) for key, spec in properties.items()}
+
+
+def validate_runtime(runtime: dict[str, Any], path: str | Path | None = None) -> None:
+    """The schema's rules for ``runtime:``, for the steps that take sandbox settings directly
+    (standalone commands, the agents' tools); errors name ``runtime.<key>``."""
+    validate({"runtime": runtime}, _runtime_schema(), path)
 
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}
@@ -376,21 +375,22 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
             papers_dir / paper, config["saus_path"], config["saus_extraction"]["extractor"]
         )
     judges = list(dict.fromkeys(config["judges"]))
-    for judge in judges:
+    for i, judge in enumerate(config["judges"]):
         if not judge_available(judge):
             raise UserError(
                 config_path,
-                "judges",
+                f"judges[{i}]",
                 f"judge {judge!r} is not available in this version "
-                f"(available: {', '.join(IMPLEMENTED_JUDGES)}, llm:<model>)",
+                f"(available: {available_judges()})",
             )
-    if "reference" in judges and not config["judge_settings"].get("reference", {}).get("path"):
-        raise UserError(
-            config_path,
-            "judge_settings.reference.path",
-            "judge reference needs the verdict files: a path template with {paper} "
-            "(or set sabench_data / paperbench_data)",
-        )
+        kind = judge_kind(judge)
+        if kind.verdicts and not config["judge_settings"].get(judge, {}).get("path"):
+            raise UserError(
+                config_path,
+                f"judge_settings.{judge}.path",
+                f"judge {judge} needs the verdict files: a path template with {{paper}} "
+                "(or set sabench_data / paperbench_data)",
+            )
     agents = {name: all_agents[name] for name in wanted_agents}
     runs = [
         (agent, paper, seed)
@@ -445,6 +445,43 @@ def configured_grid(
     settings.grid_papers = list(dict.fromkeys([*whole.papers, *settings.papers]))
 
 
+def pack_runs(runs: list[tuple[str, str, str]]) -> list[dict[str, Any]]:
+    """``runs`` as blocks ``{"papers": [...], "seeds": {agent: [seed, ...]}}``, each standing for
+    agent x paper x that agent's seeds in that order: a grid fits one command-line argument (at
+    most 128 KiB) even at 100k runs. Exact for any list (:func:`unpack_runs` gives it back); a grid
+    is one block, a narrowed one (:func:`configured_grid`) one more for the runs it adds."""
+    cells: list[tuple[str, str, list[str]]] = []  # consecutive seeds of one agent and paper
+    for agent, paper, seed in runs:
+        if cells and cells[-1][:2] == (agent, paper):
+            cells[-1][2].append(seed)
+        else:
+            cells.append((agent, paper, [seed]))
+    rows: list[tuple[str, list[str], list[str]]] = []  # consecutive papers with the same seeds
+    for agent, paper, seeds in cells:
+        if rows and rows[-1][0] == agent and rows[-1][2] == seeds:
+            rows[-1][1].append(paper)
+        else:
+            rows.append((agent, [paper], seeds))
+    blocks: list[dict[str, Any]] = []  # consecutive agents over the same papers
+    for agent, papers, seeds in rows:
+        if blocks and blocks[-1]["papers"] == papers and agent not in blocks[-1]["seeds"]:
+            blocks[-1]["seeds"][agent] = seeds
+        else:
+            blocks.append({"papers": papers, "seeds": {agent: seeds}})
+    return blocks
+
+
+def unpack_runs(blocks: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The runs of :func:`pack_runs`' blocks, in their order."""
+    return [
+        (agent, paper, seed)
+        for block in blocks
+        for agent, seeds in block["seeds"].items()
+        for paper in block["papers"]
+        for seed in seeds
+    ]
+
+
 def _drift_runs(
     config: dict[str, Any],
     agents: dict[str, dict[str, Any]],
@@ -456,7 +493,8 @@ def _drift_runs(
     if not config["drift_injection"]:
         return []
     for i, judge in enumerate(drift["judges"]):
-        if judge == "reference" or not judge_available(judge):
+        kind = judge_kind(judge)
+        if kind is None or not kind.reads_code:
             raise UserError(
                 config_path,
                 f"drift.judges[{i}]",
@@ -511,20 +549,12 @@ def judge_slug(judge: str) -> str:
     return judge.replace(":", "-").replace("/", "_")
 
 
-@cache
-def _source_hash(judge: str) -> str:
-    digest = hashlib.sha256()
-    for rel in JUDGE_SOURCES.get(judge.split(":")[0], ()):
-        for path in sorted(PACKAGE_DIR.glob(rel)):
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def judge_fingerprint(judge: str, settings: dict[str, Any]) -> str:
     """Changes exactly when the judge's code or its settings change, so only that judge reruns."""
-    if judge.startswith("llm:"):
+    kind = judge_kind(judge)
+    if kind is not None and kind.model:
         settings = {k: v for k, v in settings.items() if k not in LLM_OPERATIONAL_SETTINGS}
-    return fingerprint({"judge": judge, "code": _source_hash(judge), "settings": settings})
+    return fingerprint({"judge": judge, "code": source_hash(judge), "settings": settings})
 
 
 def extraction_fingerprint(extraction: dict[str, Any], settings: dict[str, Any]) -> str:

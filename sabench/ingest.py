@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sabench.errors import UserError
 from sabench.io import atomic_path, write_json, write_text
-from sabench.steps import ArgumentParser, command
+from sabench.steps import ArgumentParser, command, step
 
 PAPER_FILES = ("paper.md", "paper.pdf")
 #: Files of a paper folder that only judges may see; never staged into the agent's view.
@@ -204,7 +204,9 @@ def stage_agent_view(paper_dir: Path, text: str, agent_view: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paper_dir", type=Path)
-    parser.add_argument("--out", type=Path, required=True, help="folder for paper.md, paper.json")
+    parser.add_argument(
+        "--out", type=Path, required=True, help="folder for paper.md, paper.json, agent_view/"
+    )
     args = parser.parse_args(argv)
     meta = ingest_paper(
         args.paper_dir,
@@ -212,9 +214,14 @@ def main(argv: list[str] | None = None) -> int:
         args.out / "paper.json",
         args.out / "agent_view",
     )
-    print(
-        f"{meta['paper']}: {meta['title']} ({meta['n_chars']} chars, {len(meta['sections'])} sections)"
-    )
+    with step(None, "ingest") as log:  # the rule's log line; a user error above returns 2
+        log.info(
+            "%s: %r, %d chars, %d sections",
+            meta["paper"],
+            meta["title"],
+            meta["n_chars"],
+            len(meta["sections"]),
+        )
     return 0
 
 

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sabench.judges.registry import judge_kind
+
 log = logging.getLogger("sabench")
 
 
@@ -63,7 +65,8 @@ def missing_api_keys(settings: Any) -> list[str]:
     if settings.drift_runs:
         judges += [j for j in config["drift"]["judges"] if j not in judges]
     for judge in judges:
-        if judge.startswith("llm:"):
+        kind = judge_kind(judge)
+        if kind is not None and kind.model:
             problems += _key_env(
                 f"judge {judge}", config["judge_settings"].get(judge), "api_key_env"
             )

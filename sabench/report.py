@@ -6,7 +6,8 @@ data, PNGs carry no timestamp or version, and the summary embeds the very same P
 on unchanged tables gives byte-identical files (Snakemake sees nothing changed).
 
 Standalone: ``python -m sabench.report --tables results/tables --out results/report`` (the run
-folders are read from the tables folder's parent, or ``--results``).
+folders are read from the tables folder's parent, or ``--results``); the report rule names the
+tables one by one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pandas as pd
 
 from sabench.io import atomic_path
 from sabench.scoring import DIMENSION_ORDER, OVERALL
-from sabench.steps import ArgumentParser, command
+from sabench.steps import ArgumentParser, command, step
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -284,20 +285,31 @@ def read_tables(folder: Path) -> dict[str, pd.DataFrame]:
 @command
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description="Plot the result tables into a report folder.")
-    parser.add_argument("--tables", type=Path, required=True)
+    parser.add_argument(
+        "--tables", type=Path, nargs="+", required=True, help="the tables folder, or its tables"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
         "--results",
         type=Path,
         help="results root with the run folders (default: the tables folder's parent)",
     )
+    parser.add_argument("--config-hash", help="the workflow config's hash, shown as provenance")
     args = parser.parse_args(argv)
-    if not args.tables.is_dir():
-        print(f"error: {args.tables}: not a folder of tables", file=sys.stderr)
-        return 2
-    results = args.results or args.tables.resolve().parent
-    for path in make_report(read_tables(args.tables), args.out, results):
-        print(path)
+    tables: dict[str, pd.DataFrame] = {}
+    for path in args.tables:
+        if path.is_dir():
+            tables.update(read_tables(path))
+        elif path.suffix == ".parquet" and path.is_file():
+            tables[path.stem] = pd.read_parquet(path)
+        else:
+            print(f"error: {path}: not a folder of tables or a table", file=sys.stderr)
+            return 2
+    first = args.tables[0]
+    results = args.results or (first if first.is_dir() else first.parent).resolve().parent
+    written = make_report(tables, args.out, results, args.config_hash)
+    with step(None, "report") as log:  # the rule's log line; a user error above returns 2
+        log.info("report: %s", ", ".join(str(p) for p in written))
     return 0
 
 

@@ -23,7 +23,7 @@ import yaml
 
 from sabench.contracts import DIMENSIONS, SAU_COLUMNS
 from sabench.errors import UserError, UserErrors, parse_error
-from sabench.steps import ArgumentParser, command
+from sabench.steps import ArgumentParser, command, step
 
 CURATED_FILES = ("saus.yaml", "saus.yml", "saus.json")
 SABENCH_FILES = ("sau.json",)
@@ -414,8 +414,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     rows = build_saus(args.paper_dir, args.text, args.out, args.sources)
-    grounded = sum(bool(r["grounded"]) for r in rows)
-    print(f"{args.paper_dir.name}: {len(rows)} SAUs, {grounded} grounded -> {args.out}")
+    ungrounded = [r["sau_id"] for r in rows if r["grounded"] is False]
+    with step(None, "saus") as log:  # the rule's log lines; a user error above returns 2
+        log.info("%d SAUs, %d not grounded in the paper text", len(rows), len(ungrounded))
+        for sau_id in ungrounded:
+            log.warning("SAU %s: claim or quote not found in the paper text", sau_id)
     return 0
 
 

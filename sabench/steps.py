@@ -63,7 +63,7 @@ class ArgumentParser(argparse.ArgumentParser):
     def __init__(self, **kwargs: Any) -> None:
         spec = getattr(sys.modules.get("__main__"), "__spec__", None)
         if "prog" not in kwargs and spec is not None and spec.name.startswith("sabench."):
-            kwargs["prog"] = f"python -m {spec.name}"
+            kwargs["prog"] = f"python -m {spec.name.removesuffix('.__main__')}"
         super().__init__(**kwargs)
 
     def error(self, message: str) -> NoReturn:

@@ -266,9 +266,9 @@ def test_the_calling_user_reads_the_ingested_paper_and_writes_its_submission(
     """The command lines bind ingest's view read-only at /paper and the agent's (then the
     executed) folder read-write at /submission, for the calling user without capabilities; run
     so (the stand-in contains them in bwrap), the agent and reproduce.sh read and write them."""
-    from sabench.sandbox.bwrap import _which
+    from sabench.sandbox.common import which
 
-    if _which("bwrap") is None:
+    if which("bwrap") is None:
         pytest.skip("bwrap is not installed")
     exe = fake.with_name("apptainer")
     text = exe.read_text()

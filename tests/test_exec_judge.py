@@ -19,10 +19,11 @@ from sabench.checks import (
     tree_digest,
 )
 from sabench.errors import UserError
-from sabench.execute import resolve_settings, snapshot
+from sabench.execute import snapshot
 from sabench.faults import Fault
 from sabench.judges.exec_judge import judge_exec, resolve_exec_settings
 from sabench.sandbox import get_backend
+from sabench.sandbox.settings import resolve_runtime
 
 MODEL = """
 import numpy as np
@@ -220,7 +221,7 @@ def runtime(sandbox_env: Path) -> dict:
     ok, why = get_backend("bwrap").available()
     if not ok:
         pytest.skip(f"bwrap unavailable: {why}")
-    return resolve_settings({"backend": "bwrap", "python_env": str(sandbox_env)})
+    return resolve_runtime({"backend": "bwrap", "python_env": str(sandbox_env)})
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ from sabench.execute import (
     execute_run,
     flatten_metrics,
     read_metrics,
-    resolve_settings,
 )
 from sabench.sandbox import get_backend
+from sabench.sandbox.settings import resolve_runtime
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -116,7 +116,7 @@ def test_read_metrics_notes_bad_files(tmp_path: Path) -> None:
 
 
 def test_settings_defaults_and_errors() -> None:
-    cfg = resolve_settings({})
+    cfg = resolve_runtime({})
     assert cfg["backend"] == "auto" and cfg["metrics_files"] == ["results.json"]
     assert (cfg["time_limit_s"], cfg["mem_mb"], cfg["pids"], cfg["output_limit_mb"]) == (
         600,
@@ -125,9 +125,22 @@ def test_settings_defaults_and_errors() -> None:
         1024,
     )
     with pytest.raises(UserError, match=r"runtime\.mem_mb"):
-        resolve_settings({"mem_mb": -1})
+        resolve_runtime({"mem_mb": -1})
     with pytest.raises(UserError, match=r"runtime\.metrics_files"):
-        resolve_settings({"metrics_files": ["../x.json"]})
+        resolve_runtime({"metrics_files": ["../x.json"]})
+    with pytest.raises(UserError, match=r"runtime: Additional properties .*'time_limit'"):
+        resolve_runtime({"time_limit": 5})  # a misspelt key is refused, as in the config
+
+
+def test_one_home_for_runtime_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schema's defaults reach the resolved settings and a bare SandboxSpec alike."""
+    from sabench import grid
+    from sabench.sandbox import SandboxSpec
+
+    schema = grid._runtime_schema()["properties"]["runtime"]["properties"]
+    monkeypatch.setitem(schema["mem_mb"], "default", 3000)
+    assert resolve_runtime({})["mem_mb"] == 3000
+    assert SandboxSpec(["true"], REPO).mem_mb == 3000
 
 
 # --- whole runs ----------------------------------------------------------------------------------

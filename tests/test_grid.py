@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,8 @@ def test_selecting_papers_and_agents(tmp_path: Path) -> None:
         ({"papers": "a/b"}, "papers", "not a valid id"),
         ({"papers": "p3"}, "papers", "paper folder not found"),
         ({"agents": "nobody"}, "agents", "not defined"),
-        ({"judges": ["oracle"]}, "judges[0]", "does not match"),
+        ({"judges": ["oracle"]}, "judges[0]", "not available in this version (available: static"),
+        ({"judges": ["static", "llm:"]}, "judges[1]", "llm:<model>"),
         ({"runtime": {"backend": "vm"}}, "runtime.backend", "is not one of"),
         ({"runtime": {"backend": ["bwrap", "vm"]}}, "runtime.backend[1]", "'vm' is not one of"),
         ({"runtime": {"backend": []}}, "runtime.backend", "should be non-empty"),
@@ -132,3 +134,26 @@ def test_shipped_config_is_valid(repo: Path) -> None:
 )
 def test_execution_gpus(agent: dict, runtime_gpus: object, sandbox: object, scheduler: int) -> None:
     assert execution_gpus(agent, {"gpus": runtime_gpus}) == (sandbox, scheduler)
+
+
+@pytest.mark.parametrize(
+    "runs",
+    [
+        [],
+        [("a", "p1", "0"), ("a", "p2", "0"), ("b", "p1", "0"), ("b", "p2", "0")],
+        # a narrowed command line: the grid, then runs beyond it, seeds differing per agent
+        [("a", "p1", "0"), ("a", "p1", "1"), ("b", "p1", "0"), ("a", "p3", "2"), ("a", "p1", "0")],
+    ],
+)
+def test_packed_runs_round_trip_exactly(runs: list[tuple[str, str, str]]) -> None:
+    from sabench.grid import pack_runs, unpack_runs
+
+    packed = pack_runs(runs)
+    assert unpack_runs(json.loads(json.dumps(packed))) == runs
+
+
+def test_a_product_grid_packs_small() -> None:
+    from sabench.grid import pack_runs
+
+    runs = [(f"agent{a}", f"paper{p}", "0") for a in range(50) for p in range(2000)]
+    assert len(json.dumps(pack_runs(runs))) < 64 * 1024  # one command-line argument holds it

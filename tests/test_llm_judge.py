@@ -20,7 +20,7 @@ from openai_server import ScriptedServer, request_text
 
 from sabench.contracts import JUDGMENT_COLUMNS
 from sabench.faults import Fault
-from sabench.grid import JUDGE_SOURCES, PACKAGE_DIR, judge_fingerprint
+from sabench.grid import judge_fingerprint
 from sabench.index import build_index
 from sabench.judges.llm_judge import (
     JUDGE_DEFAULTS,
@@ -29,6 +29,7 @@ from sabench.judges.llm_judge import (
     about_results,
     judge_llm,
 )
+from sabench.judges.registry import JUDGES, PACKAGE_DIR
 from sabench.judges.run import judge_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -362,7 +363,7 @@ def test_fill_windows_prefer_definitions_named_like_the_claim(tmp_path: Path) ->
 
 
 def test_fingerprint_covers_prompts_and_ignores_endpoint() -> None:
-    patterns = JUDGE_SOURCES["llm"]
+    patterns = JUDGES["llm"].sources
     files = {p.name for pat in patterns for p in PACKAGE_DIR.glob(pat)}
     assert {"judge_system.j2", "judge_D1.j2", "judge_base.j2", "repair.j2", "client.py"} <= files
     base = {"temperature": 0.0}

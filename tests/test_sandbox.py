@@ -17,9 +17,9 @@ from sandbox_access import assert_outputs_follow, assert_read_and_written, paper
 
 from sabench.errors import UserError
 from sabench.sandbox import Mount, RunResult, Sandbox, SandboxSpec, get_backend
-from sabench.sandbox._common import LogCapture, resolve_python_env
 from sabench.sandbox.bwrap import BwrapSandbox
 from sabench.sandbox.cgroups import PREFIX, CgroupUnavailable, RunCgroup
+from sabench.sandbox.common import LogCapture, resolve_python_env
 from sabench.sandbox.local import LocalSandbox
 
 REPO = Path(__file__).resolve().parents[1]
@@ -116,15 +116,15 @@ def test_a_list_picks_the_first_backend_that_works(
 
 
 def test_runtime_backend_lists_are_validated() -> None:
-    from sabench.execute import resolve_settings
+    from sabench.sandbox.settings import resolve_runtime
 
-    assert resolve_settings({"backend": ["apptainer", "bwrap"]})["backend"] == [
+    assert resolve_runtime({"backend": ["apptainer", "bwrap"]})["backend"] == [
         "apptainer",
         "bwrap",
     ]
     for bad in ([], ["auto"], ["bwrap", "chroot"], "chroot"):
         with pytest.raises(UserError, match=r"runtime\.backend"):
-            resolve_settings({"backend": bad})
+            resolve_runtime({"backend": bad})
 
 
 def test_spec_validation(tmp_path: Path) -> None:

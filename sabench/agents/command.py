@@ -23,6 +23,7 @@ from sabench.agents.basic import AgentOutcome
 from sabench.errors import UserError
 from sabench.io import atomic_path
 from sabench.sandbox import Mount, SandboxSpec, get_backend
+from sabench.sandbox.settings import resolve_runtime
 
 log = logging.getLogger("sabench")
 STATUS_OF = {"ok": "submitted", "timeout": "limit"}
@@ -61,8 +62,9 @@ def run_command(
     if network != "none":
         log.warning("agent network is %r: the agent can reach the internet", network)
         outcome.extra["network_warning"] = f"network {network!r} was allowed by the agent's config"
-    backend = get_backend(runtime.get("backend", "auto"))
-    env_path = runtime.get("python_env")
+    runtime = resolve_runtime(runtime)
+    backend = get_backend(runtime["backend"])
+    env_path = runtime["python_env"]
     with atomic_path(submission, directory=True) as tmp:
         spec = SandboxSpec(
             command=argv,
@@ -70,9 +72,9 @@ def run_command(
             ro_mounts=[Mount(view, "/paper")],
             env=agent_env(agent, seed, time_limit),
             time_limit_s=time_limit,
-            mem_mb=int(agent.get("mem_mb", runtime.get("mem_mb", 4096))),
-            pids=int(runtime.get("pids", 512)),
-            output_limit_mb=int(runtime.get("output_limit_mb", 1024)),
+            mem_mb=int(agent.get("mem_mb", runtime["mem_mb"])),
+            pids=int(runtime["pids"]),
+            output_limit_mb=int(runtime["output_limit_mb"]),
             network=network,
             gpus=agent.get("gpus", 0),
             image=agent.get("image"),

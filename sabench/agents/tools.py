@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sabench.sandbox import Mount, SandboxSpec, get_backend
+from sabench.sandbox.settings import resolve_runtime
 
 PAPER = "/paper"
 SUBMISSION = "/submission"
@@ -138,18 +139,19 @@ class Workspace:
     def bash(self, command: str) -> str:
         if not isinstance(command, str) or not command.strip():
             raise ToolError("command must be a non-empty string")
-        backend = get_backend(self.runtime.get("backend", "auto"))
-        env_path = self.runtime.get("python_env")
+        runtime = resolve_runtime(self.runtime)
+        backend = get_backend(runtime["backend"])
+        env_path = runtime["python_env"]
         spec = SandboxSpec(
             command=["bash", "-c", command],
             workdir=self.submission,
             ro_mounts=[Mount(self.paper, PAPER)],
-            time_limit_s=min(self.command_timeout_s, float(self.runtime.get("time_limit_s", 600))),
-            mem_mb=int(self.runtime.get("mem_mb", 4096)),
-            pids=int(self.runtime.get("pids", 512)),
-            output_limit_mb=int(self.runtime.get("output_limit_mb", 1024)),
-            network=self.runtime.get("network", "none"),
-            image=self.runtime.get("image"),
+            time_limit_s=min(self.command_timeout_s, float(runtime["time_limit_s"])),
+            mem_mb=int(runtime["mem_mb"]),
+            pids=int(runtime["pids"]),
+            output_limit_mb=int(runtime["output_limit_mb"]),
+            network=runtime["network"],
+            image=runtime["image"],
             python_env=Path(env_path) if env_path else None,
             log_limit_kb=64,
         )

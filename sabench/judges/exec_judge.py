@@ -45,6 +45,7 @@ from sabench.checks import (
 from sabench.contracts import Evidence, Judgment
 from sabench.errors import UserError
 from sabench.faults import Fault
+from sabench.judges.registry import JudgeInputs
 
 log = logging.getLogger("sabench.judges.exec")
 
@@ -175,7 +176,7 @@ def judge_exec(
     backend: Any = None,
 ) -> list[Judgment]:
     """Judge the SAUs with a check or expected results; see the module docstring."""
-    from sabench.execute import default_python_env, resolve_settings
+    from sabench.sandbox.settings import default_python_env, resolve_runtime
 
     cfg = resolve_exec_settings(settings)
     todo = [s for s in saus if has_exec_part(s)]
@@ -196,7 +197,7 @@ def judge_exec(
     if needs_sandbox and not empty:
         rt = dict(runtime or {})
         rt["python_env"] = rt.get("python_env") or default_python_env()
-        run_cfg = resolve_settings(rt)
+        run_cfg = resolve_runtime(rt)
         if backend is None:
             from sabench.sandbox import get_backend
 
@@ -278,3 +279,16 @@ def judge_exec(
             f"{len(sandbox_faults)} check(s) could not run: {sandbox_faults[0]}",
         )
     return judgments
+
+
+def judge(inputs: JudgeInputs) -> list[Judgment]:
+    """The registry's entry point: the run's ``executed/`` folder and the sandbox settings."""
+    return judge_exec(
+        inputs.submission,
+        inputs.saus,
+        inputs.execution,
+        executed=inputs.folder / "executed",
+        agent_view=inputs.agent_view,
+        runtime=inputs.runtime,
+        settings=inputs.settings,
+    )

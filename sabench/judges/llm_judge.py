@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sabench.contracts import DIMENSION_NAMES, Evidence, Judgment
 from sabench.index import CONFIG, CodeIndex, build_index
+from sabench.judges.registry import JudgeInputs
 from sabench.judges.static import (
     GENERIC,
     ClaimJudge,
@@ -585,3 +586,15 @@ def judge_llm(
             f"{len(provider_faults)} of {len(saus)} SAUs not judged: {client.redact(str(first))}",
         )
     return judgments
+
+
+def judge(inputs: JudgeInputs) -> list[Judgment]:
+    """The registry's entry point: the run's execution log goes into the prompt."""
+    return judge_llm(
+        inputs.name,
+        inputs.settings,
+        inputs.submission,
+        inputs.saus,
+        inputs.execution,
+        log_path=inputs.folder / "execution.log",
+    )

@@ -32,6 +32,7 @@ from typing import Any
 
 from sabench.contracts import Evidence, Judgment
 from sabench.errors import UserError, parse_error
+from sabench.judges.registry import JudgeInputs
 
 FORMATS = ("auto", "sabench", "paperbench")
 _PLACEHOLDER = re.compile(
@@ -180,3 +181,8 @@ def judge_reference(
             )
         )
     return out
+
+
+def judge(inputs: JudgeInputs) -> list[Judgment]:
+    """The registry's entry point: the verdicts of the run named by its agent record."""
+    return judge_reference(inputs.settings, inputs.saus, inputs.run or {})

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -34,36 +33,23 @@ def run_judge(
     agent_view: Path | None = None,
     runtime: dict[str, Any] | None = None,
 ) -> list[Judgment]:
-    """``run``: the run's agent record (agent, paper, seed), for judges that look verdicts up.
-    ``run_dir`` (holding ``executed/``), ``agent_view`` and ``runtime`` (the sandbox settings) are
-    for judges that run code."""
-    if name.startswith("llm:"):
-        from sabench.judges.llm_judge import judge_llm
+    """Dispatch through the judge registry (:mod:`sabench.judges.registry`); ``run`` is the run's
+    agent record, ``run_dir``, ``agent_view`` and ``runtime`` are for judges that run code."""
+    from sabench.judges.registry import JudgeInputs
+    from sabench.judges.registry import run_judge as dispatch
 
-        log_path = (run_dir or Path(submission).parent) / "execution.log"
-        return judge_llm(name, settings, submission, saus, execution, log_path=log_path)
-    if name == "exec":
-        from sabench.judges.exec_judge import judge_exec
-
-        executed = (run_dir or Path(submission).parent) / "executed"
-        return judge_exec(
-            submission,
-            saus,
-            execution,
-            executed=executed,
-            agent_view=agent_view,
-            runtime=runtime,
-            settings=settings,
-        )
-    if name == "reference":
-        from sabench.judges.reference import judge_reference
-
-        return judge_reference(settings, saus, run or {})
-    if name == "static":
-        from sabench.judges.static import judge_static
-
-        return judge_static(submission, saus, execution)
-    raise ValueError(f"judge {name!r} is not implemented")
+    inputs = JudgeInputs(
+        name,
+        settings,
+        Path(submission),
+        saus,
+        execution,
+        run=run,
+        run_dir=run_dir,
+        agent_view=agent_view,
+        runtime=runtime,
+    )
+    return dispatch(inputs)
 
 
 def judge_run(
@@ -120,30 +106,11 @@ def judge_run(
     return rows
 
 
-def merge_judgments(
-    inputs: Iterable[str | Path], out: str | Path, log: str | Path | None = None
-) -> int:
-    """Concatenate the per-judge tables of one run."""
-    import pandas as pd
-
-    frames = [pd.read_parquet(p) for p in inputs]
-    frame = (
-        pd.concat(frames, ignore_index=True)
-        if frames
-        else pd.DataFrame(columns=list(JUDGMENT_COLUMNS))
-    )
-    write_parquet(out, frame)
-    if log:
-        Path(log).write_text(f"{len(frame)} judgments from {len(frames)} judge file(s)\n")
-    return len(frame)
-
-
 def _judge_name(name: str) -> str:
-    from sabench.grid import IMPLEMENTED_JUDGES, judge_available
+    from sabench.judges.registry import available_judges, judge_available
 
     if not judge_available(name):
-        known = ", ".join(IMPLEMENTED_JUDGES)
-        raise argparse.ArgumentTypeError(f"unknown judge {name!r}: one of {known} or llm:<model>")
+        raise argparse.ArgumentTypeError(f"unknown judge {name!r}: one of {available_judges()}")
     return name
 
 

@@ -43,6 +43,12 @@ class Mount(NamedTuple):
     target: str
 
 
+def _runtime_default(key: str) -> Any:
+    from sabench.grid import runtime_defaults
+
+    return runtime_defaults()[key]
+
+
 @dataclass
 class SandboxSpec:
     """Everything a backend needs to run one command; nothing from the host leaks in implicitly.
@@ -58,15 +64,16 @@ class SandboxSpec:
     workdir: Path
     ro_mounts: list[Mount] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
-    time_limit_s: float = 600.0
-    mem_mb: int = 4096
-    pids: int = 512
-    output_limit_mb: int = 1024
-    network: str = "none"
+    # limits and network default to the config schema's ``runtime`` defaults (their one home)
+    time_limit_s: float = field(default_factory=lambda: float(_runtime_default("time_limit_s")))
+    mem_mb: int = field(default_factory=lambda: int(_runtime_default("mem_mb")))
+    pids: int = field(default_factory=lambda: int(_runtime_default("pids")))
+    output_limit_mb: int = field(default_factory=lambda: int(_runtime_default("output_limit_mb")))
+    network: str = field(default_factory=lambda: str(_runtime_default("network")))
     gpus: int | list[int] | str | None = 0
     image: str | None = None
     python_env: Path | None = None
-    log_limit_kb: int = 256
+    log_limit_kb: int = field(default_factory=lambda: int(_runtime_default("log_limit_kb")))
     isolation: dict[str, bool] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench.sandbox import SUBMISSION_TARGET, RunResult, Sandbox, SandboxSpec
-from sabench.sandbox._common import (
+from sabench.sandbox.common import (
     XFSZ_MESSAGE,
     LogCapture,
     access_faults,

@@ -4,7 +4,7 @@ Isolation: new user (uid 1000 inside, no capabilities, no nested user namespaces
 (none unless ``network="full"``), ipc, uts and cgroup namespaces; a read-only root with only the
 system folders, a few /etc files, the sandbox Python env and the read-only mounts;
 ``/submission`` is the one writable folder. Limits: a per-run cgroup (memory, pids; rlimits
-when cgroups are unavailable), a size-limited filesystem under /submission (see ``_stage.py``),
+when cgroups are unavailable), a size-limited filesystem under /submission (see ``staging.py``),
 a wall-clock timeout that kills the sandbox's pid 1 (which ends every process of its pid
 namespace), a capped log.
 """
@@ -26,9 +26,11 @@ from typing import Any
 
 from sabench.errors import UserError
 from sabench.sandbox import SUBMISSION_TARGET, RunResult, Sandbox, SandboxSpec
-from sabench.sandbox._common import (
+from sabench.sandbox.cgroups import CgroupUnavailable, RunCgroup
+from sabench.sandbox.common import (
     SANDBOX_UID,
     SANDBOX_USER,
+    SYSTEM_PATH,
     XFSZ_MESSAGE,
     LogCapture,
     PythonEnv,
@@ -37,18 +39,19 @@ from sabench.sandbox._common import (
     classify,
     kill_group,
     looks_like_oom,
+    reap_control_dirs,
     resolve_python_env,
     share_read_only,
     tree_bytes,
     wait_for_exit,
     wait_or_end,
+    which,
     write_log,
 )
-from sabench.sandbox.cgroups import CgroupUnavailable, RunCgroup
 
 log = logging.getLogger("sabench.sandbox.bwrap")
 
-STAGE_SCRIPT = Path(__file__).with_name("_stage.py")
+STAGE_SCRIPT = Path(__file__).with_name("staging.py")
 HOME_INSIDE = "/tmp/home"
 #: /etc entries every sandbox gets (linker cache, Debian's alternatives links, the time zone).
 ETC_ALWAYS = ("ld.so.cache", "alternatives", "localtime")
@@ -67,23 +70,7 @@ ROOT_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 #: Placeholders the helper replaces (the mounted output folder, the status pipe's fd number).
 SUBMISSION_PLACEHOLDER = "@SUBMISSION@"
 STATUS_FD_PLACEHOLDER = "@STATUSFD@"
-_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-
 CONTROL_PREFIX = "sabench-bwrap-"
-
-
-def _reap_control_dirs() -> None:
-    """Remove helper folders left by a run whose process was killed (named after its pid)."""
-    tmp = Path(tempfile.gettempdir())
-    for d in tmp.glob(f"{CONTROL_PREFIX}*-*"):
-        pid = d.name[len(CONTROL_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(d, ignore_errors=True)
-
-
-def _which(name: str) -> str | None:
-    return shutil.which(name, path=_SYSTEM_PATH)
 
 
 @functools.lru_cache(maxsize=4)
@@ -181,7 +168,7 @@ class BwrapSandbox(Sandbox):
     ) -> None:
         """``output_fs``: filesystems to try for /submission, in order ("ext4" on a loop device,
         "tmpfs"); empty binds the workdir itself (file-size rlimit and an after-the-fact check)."""
-        self.bwrap = bwrap or _which("bwrap") or "/usr/bin/bwrap"
+        self.bwrap = bwrap or which("bwrap") or "/usr/bin/bwrap"
         self.output_fs = tuple(output_fs)
 
     def available(self) -> tuple[bool, str]:
@@ -302,7 +289,7 @@ class BwrapSandbox(Sandbox):
         faults = access_faults(spec, workdir, uid, {gid, *os.getgroups()})
         if faults:
             return self._fail(log_path, header, capture, "; ".join(faults))
-        _reap_control_dirs()
+        reap_control_dirs(CONTROL_PREFIX)
         control = Path(tempfile.mkdtemp(prefix=f"{CONTROL_PREFIX}{os.getpid()}-"))
         cgroup: RunCgroup | None = None
         try:
@@ -330,7 +317,7 @@ class BwrapSandbox(Sandbox):
             stage_dir.mkdir()
             etc = _etc_files(control, spec.network)
             argv = self.build_argv(spec, penv, etc)
-            fs_order = list(self.output_fs) if is_root and _which("unshare") else []
+            fs_order = list(self.output_fs) if is_root and which("unshare") else []
             if self.output_fs and not fs_order:
                 notes.append("not root: /submission is the workdir itself (no size-limited fs)")
             plan = {
@@ -343,10 +330,10 @@ class BwrapSandbox(Sandbox):
                 "fs_bytes": fs_bytes,
                 "fs_order": fs_order,
                 "tools": {
-                    "mount": _which("mount"),
-                    "umount": _which("umount"),
-                    "mkfs": _which("mkfs.ext4"),
-                    "cp": _which("cp"),
+                    "mount": which("mount"),
+                    "umount": which("umount"),
+                    "mkfs": which("mkfs.ext4"),
+                    "cp": which("cp"),
                 },
                 "bwrap_argv": argv,
                 "cgroup_procs": cgroup.procs_files if cgroup else [],
@@ -359,7 +346,7 @@ class BwrapSandbox(Sandbox):
             helper = [sys.executable, "-I", "-S", str(STAGE_SCRIPT), str(control / "plan.json")]
             if fs_order:
                 helper = [
-                    _which("unshare") or "unshare",
+                    which("unshare") or "unshare",
                     "--mount",
                     "--propagation",
                     "private",
@@ -374,7 +361,7 @@ class BwrapSandbox(Sandbox):
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    env={"PATH": _SYSTEM_PATH, "LANG": "C.UTF-8"},
+                    env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"},
                 )
             except OSError as exc:
                 return self._fail(log_path, header, capture, f"cannot start the helper: {exc}")

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from sabench.sandbox import RunResult, Sandbox, SandboxSpec
-from sabench.sandbox._common import (
+from sabench.sandbox.common import (
     XFSZ_MESSAGE,
     LogCapture,
     PythonEnv,

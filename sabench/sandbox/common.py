@@ -1,4 +1,5 @@
-"""Shared by the backends: the sandbox's Python env, its environment, the capped log, waiting."""
+"""Shared by the backends: the sandbox's Python env, its environment, the capped log, waiting,
+the host tools they call and the clean-up of folders left by killed runs."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import contextlib
 import os
 import resource
 import select
+import shutil
 import signal
 import stat
+import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
@@ -20,6 +24,8 @@ from sabench.sandbox import SUBMISSION_TARGET, SandboxSpec
 
 #: Host folders every sandbox sees read-only (where they exist); an env under one needs no bind.
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+#: Where host tools (mount, cp, unshare, bwrap) are looked up: never the caller's PATH.
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: The sandbox user (inside the user namespace; bwrap maps it to the caller outside).
 SANDBOX_UID = 1000
 SANDBOX_USER = "sandbox"
@@ -38,6 +44,25 @@ class PythonEnv:
     bin_dir: Path
     #: Host paths to show read-only at the same path: the env and the base interpreter it links to.
     binds: tuple[Path, ...]
+
+
+def which(name: str) -> str | None:
+    """A host tool on :data:`SYSTEM_PATH`, or None."""
+    return shutil.which(name, path=SYSTEM_PATH)
+
+
+def reap_control_dirs(prefix: str) -> None:
+    """Unmount and remove the per-run folders (``{prefix}{pid}-*`` in the temp folder) of runs
+    whose process died; a folder whose ``stage`` mount will not go stays (the next run retries)."""
+    tmp = Path(tempfile.gettempdir())
+    for d in tmp.glob(f"{prefix}*-*"):
+        pid = d.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            stage = d / "stage"
+            if os.path.ismount(stage):
+                subprocess.run(["umount", "-l", str(stage)], capture_output=True)
+            if not os.path.ismount(stage):
+                shutil.rmtree(d, ignore_errors=True)
 
 
 def _under_system(path: Path) -> bool:

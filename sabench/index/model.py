@@ -1,0 +1,245 @@
+"""What the index holds (files, facts, functions, postings) and how the files are found:
+walked, classified as code / config / docs / tests, read as text."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sabench.values import words
+
+CODE, CONFIG, DOCS, TESTS = "code", "config", "docs", "tests"
+MAX_BYTES = 1_000_000
+
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".env",
+        "env",
+        "site-packages",
+        "node_modules",
+        ".tox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".ipynb_checkpoints",
+        ".idea",
+        ".vscode",
+        ".eggs",
+    }
+)
+BINARY_EXT = words(
+    ".png .jpg .jpeg .gif .bmp .tif .tiff .ico .svg .pdf .pt .pth .ckpt .bin .safetensors "
+    ".npy .npz .pkl .pickle .joblib .h5 .hdf5 .onnx .tflite .zip .gz .tgz .bz2 .xz .tar .7z "
+    ".so .o .a .dll .dylib .pyc .pyo .whl .parquet .feather .arrow .db .sqlite .mp3 .mp4 .wav "
+    ".avi .mov .ttf .woff .woff2 .eot .jar .class .exe .lock"
+)
+DOC_EXT = frozenset({".md", ".rst", ".txt", ".markdown", ".adoc", ".tex"})
+CONFIG_EXT = frozenset({".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", ".conf", ".jsonl"})
+SHELL_EXT = frozenset({".sh", ".bash", ".zsh"})
+
+# --------------------------------------------------------------------------------------------
+# Data structures
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SourceFile:
+    """One text file of the submission; ``comment[i]`` marks comment/docstring lines (0-based)."""
+
+    path: str
+    kind: str
+    language: str
+    lines: list[str]
+    comment: bytearray = field(default_factory=bytearray)
+
+
+@dataclass(slots=True, frozen=True)
+class Fact:
+    """A named value: ``lr = 0.01``, ``Adam(lr=0.01)``, ``def f(lr=0.01)``, ``lr: 0.01`` in YAML."""
+
+    kind: str  # assign | kwarg | default | argparse | key | config | cli
+    name: str
+    value: str
+    numbers: tuple[float, ...]
+    file: str
+    line: int
+    terms: tuple[str, ...]
+    context: tuple[str, ...] = ()  # enclosing class/function, call, dict key or config section
+
+
+@dataclass(slots=True)
+class Function:
+    """A Python function: where it is, whether it is a stub, and the calls in its body, in order."""
+
+    name: str
+    qualname: str
+    file: str
+    start: int
+    end: int
+    stub: bool
+    calls: list[tuple[str, int]] = field(default_factory=list)
+    docstring: str = ""
+    #: first line of the body after the signature and docstring
+    body_start: int = 0
+
+
+@dataclass
+class CodeIndex:
+    """Everything the static judge asks of a submission, built once by :func:`build_index`."""
+
+    root: Path
+    files: list[SourceFile] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    functions: list[Function] = field(default_factory=list)
+    #: calls at module level (including the ``__main__`` block), per file, in order
+    module_calls: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: ``if __name__ == "__main__"`` block (start, end) per file
+    main_blocks: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: shell commands per file, in order: (command, line)
+    commands: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    #: numeric literals in code and config: value key -> [(file id, line)]
+    literals: dict[float, list[tuple[int, int]]] = field(default_factory=dict)
+    #: word-like chunk -> [(file id, line)] (lines 1-based); terms and keys map to chunks
+    chunk_sites: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    term_chunks: dict[str, list[str]] = field(default_factory=dict)
+    key_chunks: dict[str, list[str]] = field(default_factory=dict)
+    skipped: int = 0
+
+    def term_sites(self, term: str) -> list[tuple[int, int]]:
+        """Lines that contain the normalised ``term`` (``learning`` is in ``lr = 0.1``)."""
+        chunks = self.term_chunks.get(term, ())
+        if len(chunks) == 1:
+            return self.chunk_sites[chunks[0]]
+        out: list[tuple[int, int]] = []
+        for c in chunks:
+            out.extend(self.chunk_sites[c])
+        return out
+
+    def key_sites(self, key: str) -> list[tuple[int, int]]:
+        """Lines that name ``key`` (squashed: ``msrvtt`` is in ``MSR-VTT`` and ``msr_vtt``)."""
+        out: list[tuple[int, int]] = []
+        for c in self.key_chunks.get(key, ()):
+            out.extend(self.chunk_sites[c])
+        return out
+
+    def doc_freq(self, term: str) -> int:
+        return len(self.term_sites(term))
+
+    def file_id(self, path: str) -> int | None:
+        for i, f in enumerate(self.files):
+            if f.path == path:
+                return i
+        return None
+
+    @property
+    def empty(self) -> bool:
+        return not self.files
+
+    def functions_named(self, name: str) -> list[Function]:
+        return [f for f in self.functions if f.name == name]
+
+    def facts_with_value(self, value: float) -> list[Fact]:
+        return [f for f in self.facts if any(_close(value, v) for v in f.numbers)]
+
+    def literal_sites(self, value: float) -> list[tuple[int, int]]:
+        return self.literals.get(value_key(value), [])
+
+    def kind_of(self, fid: int) -> str:
+        return self.files[fid].kind
+
+    def is_comment(self, fid: int, line: int) -> bool:
+        c = self.files[fid].comment
+        return 0 < line <= len(c) and bool(c[line - 1])
+
+
+def _close(a: float, b: float) -> bool:
+    return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+
+
+def value_key(value: float) -> float:
+    """Round to 9 significant digits so that 3e-4 and 0.0003 share a dictionary key."""
+    return float(f"{value:.9g}")
+
+
+# --------------------------------------------------------------------------------------------
+# Walking and classifying
+# --------------------------------------------------------------------------------------------
+
+
+def classify(rel: str) -> tuple[str, str]:
+    """(kind, language) of a file from its relative path."""
+    p = rel.lower()
+    name = p.rsplit("/", 1)[-1]
+    ext = os.path.splitext(name)[1]
+    parts = p.split("/")[:-1]
+    if ext == ".py":
+        lang = "python"
+    elif ext in SHELL_EXT:
+        lang = "shell"
+    elif ext in (".yaml", ".yml"):
+        lang = "yaml"
+    elif ext in (".json", ".jsonl"):
+        lang = "json"
+    elif ext == ".toml":
+        lang = "toml"
+    elif ext in (".cfg", ".ini", ".conf"):
+        lang = "ini"
+    elif ext in DOC_EXT:
+        lang = "text"
+    else:
+        lang = "other"
+    if (
+        any(d in ("tests", "test", "testing") for d in parts)
+        or (ext == ".py" and (name.startswith("test_") or name.endswith("_test.py")))
+        or name == "conftest.py"
+    ):
+        return TESTS, lang
+    if name.startswith(("requirements", "constraints")) and ext in (".txt", ".in"):
+        return CONFIG, "text"
+    if (
+        name.startswith(("readme", "license", "licence", "changelog", "notice", "authors"))
+        or ext in DOC_EXT
+        or any(d in ("docs", "doc") for d in parts)
+    ):
+        return DOCS, lang
+    if ext in CONFIG_EXT:
+        return CONFIG, lang
+    return CODE, lang
+
+
+def iter_files(root: Path) -> list[tuple[Path, str]]:
+    out: list[tuple[Path, str]] = []
+    root_s = str(root)
+    for dirpath, dirnames, filenames in os.walk(root_s):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")
+        )
+        if os.path.exists(os.path.join(dirpath, "pyvenv.cfg")):
+            dirnames[:] = []
+            continue
+        for fn in sorted(filenames):
+            full = os.path.join(dirpath, fn)
+            rel = os.path.relpath(full, root_s).replace(os.sep, "/")
+            out.append((Path(full), rel))
+    return out
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        if path.stat().st_size > MAX_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", errors="replace")

@@ -1,0 +1,367 @@
+"""Python facts: one pass over a module's AST for named values, functions, calls, docstrings."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import re
+
+from sabench.index.model import CodeIndex, Fact, Function, SourceFile
+from sabench.index.terms import leaf_terms
+from sabench.values import parse_number, words
+
+_PLACEHOLDER_RE = re.compile(r"\b(TODO|FIXME|XXX|placeholder|not implemented|stub)\b", re.I)
+
+
+_WRAPPERS = words(
+    "int float str Decimal Fraction tensor as_tensor array asarray float32 float64 int32 "
+    "int64 Parameter full"
+)
+
+
+def _const_numbers(node: ast.AST | None) -> tuple[float, ...]:
+    """Numbers a literal expression stands for (``1e-3``, ``-2``, ``2**10``, ``(0.9, 0.999)``)."""
+    if node is None:
+        return ()
+    v = _const_eval(node)
+    if isinstance(v, bool) or v is None:
+        pass
+    elif isinstance(v, int | float):
+        return (float(v),)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        n = parse_number(node.value)
+        return (n,) if n is not None else ()
+    if isinstance(node, ast.Tuple | ast.List) and len(node.elts) <= 16:
+        out: list[float] = []
+        for e in node.elts:
+            out.extend(_const_numbers(e))
+        return tuple(out)
+    if isinstance(node, ast.Call) and node.args and len(node.args) <= 2:
+        # int(1e6), float("1e-4"), torch.tensor(0.5); not x.unsqueeze(0)
+        fname = _dotted(node.func).rsplit(".", 1)[-1]
+        if fname in _WRAPPERS:
+            return _const_numbers(node.args[0])
+    return ()
+
+
+def _const_eval(node: ast.AST, depth: int = 0) -> float | int | None:
+    if depth > 6:
+        return None
+    if isinstance(node, ast.Constant):
+        v = node.value
+        return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        v = _const_eval(node.operand, depth + 1)
+        if v is None:
+            return None
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp):
+        a = _const_eval(node.left, depth + 1)
+        b = _const_eval(node.right, depth + 1)
+        if a is None or b is None:
+            return None
+        try:
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            if isinstance(node.op, ast.Div):
+                return a / b
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Pow) and abs(b) < 400:
+                r = a**b
+                return r if isinstance(r, int | float) else None
+            if isinstance(node.op, ast.FloorDiv):
+                return a // b
+        except (ZeroDivisionError, OverflowError, ValueError):
+            return None
+    return None
+
+
+def _dotted(node: ast.AST) -> str:
+    """``self.model.lr`` for an attribute chain, ``foo`` for a name, '' otherwise."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    elif isinstance(node, ast.Call):
+        inner = _dotted(node.func)
+        if inner:
+            parts.append(inner + "()")
+    elif isinstance(node, ast.Subscript):
+        inner = _dotted(node.value)
+        if inner:
+            parts.append(inner + "[]")
+    else:
+        return ""
+    return ".".join(reversed(parts))
+
+
+def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> bool:
+    body = list(fn.body)
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        body = body[1:]
+    if not body:
+        return True
+    trivial = True
+    for stmt in body:
+        if isinstance(stmt, ast.Pass):
+            continue
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue
+        if isinstance(stmt, ast.Raise):
+            exc = stmt.exc
+            if isinstance(exc, ast.Call):
+                exc = exc.func
+            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
+                continue
+        trivial = False
+        break
+    if trivial:
+        return True
+    # A body of one trivial return (or assignment + return) with a TODO/placeholder comment.
+    if len(body) <= 2 and isinstance(body[-1], ast.Return):
+        ret = body[-1].value
+        simple = ret is None or isinstance(
+            ret, ast.Constant | ast.Name | ast.Attribute | ast.Tuple | ast.List | ast.Dict
+        )
+        if simple:
+            if isinstance(ret, ast.Tuple | ast.List | ast.Dict) and not all(
+                isinstance(e, ast.Constant | ast.Name)
+                for e in getattr(ret, "elts", None) or getattr(ret, "values", None) or []
+            ):
+                return False
+            end = getattr(fn, "end_lineno", fn.lineno) or fn.lineno
+            text = "\n".join(lines[fn.lineno - 1 : end])
+            return bool(_PLACEHOLDER_RE.search(text))
+    return False
+
+
+#: Nodes with nothing inside for the index (names, contexts, operators).
+_LEAVES = frozenset(
+    {ast.Name, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass, ast.Break, ast.Continue}
+    | {c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.operator)}
+    | {c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.cmpop)}
+    | {c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.unaryop)}
+    | {c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.boolop)}
+    | {ast.Import, ast.ImportFrom}
+)
+
+
+class _PyVisitor:
+    """One pass over a module's AST collecting facts, functions, calls and docstring lines."""
+
+    def __init__(self, index: CodeIndex, sf: SourceFile) -> None:
+        self.index = index
+        self.sf = sf
+        self.path = sf.path
+        self.calls_stack: list[list[tuple[str, int]]] = []
+        self.module_calls: list[tuple[str, int]] = []
+        self.literals: list[tuple[float, int]] = []
+
+    def fact(
+        self,
+        kind: str,
+        name: str,
+        value_node: ast.AST | None,
+        line: int,
+        context: tuple[str, ...] = (),
+    ) -> None:
+        numbers = _const_numbers(value_node)
+        seg = _segment(self.sf.lines, value_node) if value_node is not None else ""
+        terms = leaf_terms(name)
+        if not terms:
+            return
+        self.index.facts.append(
+            Fact(kind, name, seg[:120], numbers, self.path, line, terms, context)
+        )
+
+    def run(self, tree: ast.Module) -> None:
+        self._docstring(tree)
+        self.calls_stack.append(self.module_calls)
+        for stmt in tree.body:
+            if _is_main_guard(stmt):
+                end = getattr(stmt, "end_lineno", stmt.lineno) or stmt.lineno
+                self.index.main_blocks[self.path] = (stmt.lineno, end)
+            self.visit(stmt, ())
+        self.calls_stack.pop()
+        self.index.module_calls[self.path] = self.module_calls
+
+    def _docstring(self, node: ast.AST) -> None:
+        body = getattr(node, "body", None)
+        if (
+            body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            d = body[0]
+            for ln in range(d.lineno, (d.end_lineno or d.lineno) + 1):
+                if 0 < ln <= len(self.sf.comment):
+                    self.sf.comment[ln - 1] = 1
+
+    def visit(self, node: ast.AST, ctx: tuple[str, ...]) -> None:
+        t = type(node)
+        if t in _LEAVES:
+            return
+        if t is ast.Constant:
+            v = node.value  # type: ignore[attr-defined]
+            if (t2 := type(v)) is int or t2 is float:
+                self.literals.append((float(v), node.lineno))  # type: ignore[attr-defined]
+            return
+        if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            self._function(node, ctx)  # type: ignore[arg-type]
+            return
+        if t is ast.ClassDef:
+            self._docstring(node)
+            for stmt in node.body:  # type: ignore[attr-defined]
+                self.visit(stmt, (*ctx, node.name))  # type: ignore[attr-defined]
+            return
+        if t is ast.UnaryOp and type(node.operand) is ast.Constant:  # type: ignore[attr-defined]
+            v = node.operand.value  # type: ignore[attr-defined]
+            if type(v) in (int, float):
+                sign = -1.0 if type(node.op) is ast.USub else 1.0  # type: ignore[attr-defined]
+                self.literals.append((sign * float(v), node.lineno))  # type: ignore[attr-defined]
+            return
+        if t is ast.Assign:
+            for target in node.targets:  # type: ignore[attr-defined]
+                self._assign(target, node.value, node.lineno, ctx)  # type: ignore[attr-defined]
+        elif t is ast.AnnAssign and node.value is not None:  # type: ignore[attr-defined]
+            self._assign(node.target, node.value, node.lineno, ctx)  # type: ignore[attr-defined]
+        elif t is ast.Call:
+            self._call(node, ctx)  # type: ignore[arg-type]
+        elif t is ast.Dict:
+            # {"blobs-3": {"n_samples": 450}}: the outer key names the inner values.
+            for k, v in zip(node.keys, node.values, strict=False):  # type: ignore[attr-defined]
+                if k is not None:
+                    self.visit(k, ctx)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str) and v is not None:
+                    self.fact("key", k.value, v, k.lineno, ctx)
+                    self.visit(v, (*ctx, k.value))
+                elif v is not None:
+                    self.visit(v, ctx)
+            return
+        visit = self.visit
+        for name in node._fields:
+            child = getattr(node, name, None)
+            if type(child) is list:
+                for c in child:
+                    if isinstance(c, ast.AST):
+                        visit(c, ctx)
+            elif isinstance(child, ast.AST):
+                visit(child, ctx)
+
+    def _assign(self, target: ast.AST, value: ast.AST, line: int, ctx: tuple[str, ...]) -> None:
+        if isinstance(target, ast.Tuple | ast.List):
+            if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
+                for t, v in zip(target.elts, value.elts, strict=True):
+                    self._assign(t, v, line, ctx)
+            return
+        if isinstance(target, ast.Subscript):
+            sl = target.slice
+            if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
+                self.fact("key", sl.value, value, line, ctx)
+            return
+        name = _dotted(target)
+        if name:
+            self.fact("assign", name, value, line, ctx)
+
+    def _call(self, node: ast.Call, ctx: tuple[str, ...]) -> None:
+        fname = _dotted(node.func)
+        short = fname.rsplit(".", 1)[-1] if fname else ""
+        if short and self.calls_stack:
+            self.calls_stack[-1].append((short, node.lineno))
+        call_ctx = (*ctx, short) if short else ctx
+        if short == "add_argument" and node.args:
+            first = node.args[0]
+            flags = [
+                a.value
+                for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
+            long = next((f for f in flags if f.startswith("--")), flags[0] if flags else "")
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            if long:
+                self.fact("argparse", long, default, first.lineno, ctx)
+        for kw in node.keywords:
+            if kw.arg:
+                self.fact("kwarg", kw.arg, kw.value, kw.value.lineno, call_ctx)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, ctx: tuple[str, ...]) -> None:
+        self._docstring(node)
+        end = node.end_lineno or node.lineno
+        qual = ".".join((*ctx, node.name))
+        doc = ast.get_docstring(node) or ""
+        body = node.body
+        if doc and len(body) > 1:
+            body = body[1:]
+        fn = Function(
+            node.name,
+            qual,
+            self.path,
+            node.lineno,
+            end,
+            _is_stub(node, self.sf.lines),
+            docstring=doc[:300],
+            body_start=body[0].lineno if body else end,
+        )
+        self.index.functions.append(fn)
+        a = node.args
+        positional = a.posonlyargs + a.args
+        for arg, default in zip(
+            positional[len(positional) - len(a.defaults) :], a.defaults, strict=True
+        ):
+            self.fact("default", arg.arg, default, default.lineno, (*ctx, node.name))
+        for arg, kd in zip(a.kwonlyargs, a.kw_defaults, strict=True):
+            if kd is not None:
+                self.fact("default", arg.arg, kd, kd.lineno, (*ctx, node.name))
+        for d in node.decorator_list:
+            self.visit(d, ctx)
+        self.calls_stack.append(fn.calls)
+        for stmt in node.body:
+            self.visit(stmt, (*ctx, node.name))
+        self.calls_stack.pop()
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.If):
+        return False
+    t = stmt.test
+    return (
+        isinstance(t, ast.Compare)
+        and isinstance(t.left, ast.Name)
+        and t.left.id == "__name__"
+        and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in t.comparators)
+    )
+
+
+def _segment(lines: list[str], node: ast.AST) -> str:
+    ln = getattr(node, "lineno", None)
+    if ln is None or ln > len(lines):
+        return ""
+    end = getattr(node, "end_lineno", ln) or ln
+    c0 = getattr(node, "col_offset", 0) or 0
+    c1 = getattr(node, "end_col_offset", None)
+    if end == ln:
+        return lines[ln - 1][c0:c1]
+    return lines[ln - 1][c0:] + " ..."
+
+
+def python_facts(index: CodeIndex, sf: SourceFile, text: str) -> list[tuple[float, int]]:
+    """Facts of one Python file; returns its numeric literals. A file that does not parse is text."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    visitor = _PyVisitor(index, sf)
+    with contextlib.suppress(RecursionError):  # a pathologically deep file keeps what was read
+        visitor.run(tree)
+    return visitor.literals

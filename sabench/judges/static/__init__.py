@@ -1,0 +1,156 @@
+"""The offline ``static`` judge: does the submission's code say what the paper's claim says?
+
+No model, no network: the submission is indexed once (:mod:`sabench.index`), then every SAU is judged
+by general rules per dimension:
+
+* D1 numbers: each number of the claim with its name ("learning rate of 0.05") is looked up among the
+  code's named values (``lr = 0.05``, ``Adam(lr=...)``, ``--lr`` defaults, YAML keys); same value ->
+  support, the same name with another value -> ``drifted``.
+* D2 formulas: a backticked formula is compared with code statements as multisets of operands and
+  operators after normalisation (``np.sum(x)`` = ``x.sum()``, ``**`` = ``^``): same operands and
+  operators -> aligned; same operands, different operators -> ``drifted``.
+* D3 protocol: named datasets, baselines and metrics must appear in code or config.
+* D4 order: the claim's steps (``a → b → c``) are mapped to calls in the function that runs them
+  (following calls into the repo); out of order -> ``drifted``.
+* Everywhere: evidence only in docs/tests -> ``missing``; evidence in (or a claim naming) a stub
+  function -> ``placeholder``; otherwise a weighted term coverage gives aligned / partial / missing on
+  SA-Bench's scale (0, .25, .5, .75, 1).
+
+Layout: :mod:`.claims` parses claims, :mod:`.evidence` searches the index, :mod:`.rules` holds the
+shared core and dispatches to one module per rule (:mod:`.numbers`, :mod:`.formulas`,
+:mod:`.protocol`, :mod:`.order`, :mod:`.results`); :mod:`.params` has the rule parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from sabench.contracts import Evidence, Judgment
+from sabench.index import CodeIndex, build_index
+from sabench.judges.registry import JudgeInputs, source_hash
+from sabench.judges.static.claims import Claim, Step, analyze_claim, claim_frequencies, entity_keys
+from sabench.judges.static.evidence import Presence, SubmissionContext, Window, rounded_value
+from sabench.judges.static.formulas import formula_tokens
+from sabench.judges.static.outcome import Outcome
+from sabench.judges.static.params import BANDS, GENERIC, RULES
+from sabench.judges.static.rules import ClaimJudge
+
+__all__ = [
+    "BANDS",
+    "GENERIC",
+    "JUDGE_VERSION",
+    "RULES",
+    "Claim",
+    "ClaimJudge",
+    "Outcome",
+    "Presence",
+    "Step",
+    "SubmissionContext",
+    "Window",
+    "analyze_claim",
+    "claim_frequencies",
+    "entity_keys",
+    "formula_tokens",
+    "judge_outcomes",
+    "judge_static",
+    "rounded_value",
+    "static_fingerprint",
+]
+
+JUDGE_VERSION = "1"
+
+
+def static_fingerprint() -> str:
+    """Hash of the judge's code (its sources in the judge registry) and its rule parameters."""
+    h = hashlib.sha256()
+    h.update(JUDGE_VERSION.encode())
+    h.update(json.dumps([RULES, BANDS], sort_keys=True).encode())
+    h.update(source_hash("static").encode())
+    return f"static-{JUDGE_VERSION}-{h.hexdigest()[:12]}"
+
+
+def judge_static(
+    submission: Path | str,
+    saus: list[dict[str, Any]],
+    execution: dict[str, Any] | None = None,
+    index: CodeIndex | None = None,
+) -> list[Judgment]:
+    """Judge every SAU of one run from the submission's code alone (and, for claims with expected
+    results, from the execution record's metrics when one is given)."""
+    submission = Path(submission)
+    if not submission.is_dir():
+        if submission.exists():
+            return [
+                _judgment(
+                    sau, Outcome("error", 0.0, None, f"{submission} is not a folder", []), None
+                )
+                for sau in saus
+            ]
+        index = CodeIndex(root=submission)
+    if index is None:
+        try:
+            index = build_index(submission)
+        except OSError as exc:
+            return [
+                _judgment(
+                    sau, Outcome("error", 0.0, None, f"cannot read submission: {exc}", []), None
+                )
+                for sau in saus
+            ]
+    return [_judgment(sau, o, index) for sau, o in judge_outcomes(index, saus, execution)]
+
+
+def judge_outcomes(
+    index: CodeIndex, saus: list[dict[str, Any]], execution: dict[str, Any] | None = None
+) -> list[tuple[dict[str, Any], Outcome]]:
+    """The rules' outcomes per SAU (with the continuous support, for calibration studies)."""
+    ctx = SubmissionContext(index, saus)
+    if not ctx.has_code:
+        why = "The submission is empty." if index.empty else "The submission has no code or config."
+        return [(sau, Outcome("missing", 0.0, "omission", why, [])) for sau in saus]
+    judge = ClaimJudge(ctx, execution)
+    out = []
+    for sau in saus:
+        claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)
+        try:
+            outcome = judge.judge(claim)
+        except Exception as exc:  # a rule bug must not sink the run: fall back to coverage
+            try:
+                cov, _, wins = judge.coverage(claim.terms)
+                judge.cov, judge.dim = cov, claim.dimension
+                judge.anchored = judge.fn_anchor = False
+                ev = [judge.loc(w.fid, w.start, w.end) for w in wins[:2]]
+                outcome = judge.by_support(
+                    cov, ev, f"Weighted term coverage (rules failed: {type(exc).__name__})"
+                )
+            except Exception as exc2:
+                outcome = Outcome("error", 0.0, None, f"static judge failed: {exc2!r}", [])
+        out.append((sau, outcome))
+    return out
+
+
+def _judgment(sau: dict[str, Any], o: Outcome, index: CodeIndex | None) -> Judgment:
+    evidence = []
+    if index is not None:
+        for fid, start, end in o.evidence:
+            f = index.files[fid]
+            if f.lines:
+                evidence.append(Evidence(f.path, start, end))
+    score = o.score if o.verdict == "partial" else None
+    return Judgment(
+        sau_id=str(sau.get("sau_id") or sau.get("id") or ""),
+        dimension=str(sau.get("dimension") or ""),
+        verdict=o.verdict,
+        score=score,
+        failure_mode=o.failure_mode,
+        evidence=evidence,
+        reasoning=o.reasoning.strip(),
+    )
+
+
+def judge(inputs: JudgeInputs) -> list[Judgment]:
+    """The registry's entry point: the code and the execution record, nothing else."""
+    return judge_static(inputs.submission, inputs.saus, inputs.execution)

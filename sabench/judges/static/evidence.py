@@ -1,0 +1,307 @@
+"""Evidence search over the index: where a claim's terms and names occur in a submission, and the
+best small windows of code that cover them."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sabench.index import CODE, CONFIG, CodeIndex, Fact, Function, chunk_info, squash
+from sabench.judges.static.claims import claim_frequencies, entity_keys
+from sabench.judges.static.params import RULES
+
+
+@dataclass
+class Presence:
+    """Where a term or name occurs: best credit in code/config (0..1), and whether docs/tests have it."""
+
+    credit: float
+    docs: bool
+    sites: list[tuple[int, int]]
+    hits: list[tuple[int, int, float]] = field(default_factory=list)  # code sites with credit
+
+
+@dataclass
+class Window:
+    fid: int
+    start: int
+    end: int
+    score: float
+    stub: bool
+
+
+class SubmissionContext:
+    """One submission's index plus caches shared by all its claims."""
+
+    def __init__(self, index: CodeIndex, saus: list[dict[str, Any]]) -> None:
+        self.index = index
+        self.claim_df = claim_frequencies(saus)
+        self.n_claims = len(saus)
+        self.term_cache: dict[str, Presence] = {}
+        self.key_cache: dict[str, Presence] = {}
+        self.sorted_terms = sorted(index.term_chunks)
+        self.code_fids = {i for i, f in enumerate(index.files) if f.kind in (CODE, CONFIG)}
+        self.has_code = any(index.files[i].lines for i in self.code_fids)
+        # innermost function of every code line: for stub checks and comment credit
+        self.func_at: dict[int, list[int]] = {}
+        fid_of = {f.path: i for i, f in enumerate(index.files)}
+        self.fid_of = fid_of
+        for fi, fn in sorted(
+            enumerate(index.functions), key=lambda x: (x[1].start, -(x[1].end - x[1].start))
+        ):
+            fid = fid_of.get(fn.file)
+            if fid is None:
+                continue
+            arr = self.func_at.setdefault(fid, [-1] * (len(index.files[fid].lines) + 2))
+            for ln in range(fn.start, min(fn.end, len(arr) - 1) + 1):
+                arr[ln] = fi
+        self.by_name: dict[str, list[Function]] = defaultdict(list)
+        for fn in index.functions:
+            self.by_name[fn.name].append(fn)
+        self.facts_by_value: dict[float, list[Fact]] = defaultdict(list)
+        for fact in index.facts:
+            for v in fact.numbers:
+                self.facts_by_value[rounded_value(v)].append(fact)
+        self._credits: dict[int, list[float]] = {}
+        self.callers: dict[str, list[int]] = defaultdict(list)
+        for fi, fn in enumerate(index.functions):
+            for callee, _ in fn.calls:
+                self.callers[callee].append(fi)
+        self.main_scopes = self._main_scopes()
+        self.reachable = self._reachable()
+        self._fn_keys: list[tuple[Function, set[str]]] | None = None
+        #: named settings that may contradict a claim's value (see :mod:`.numbers`)
+        self.settings = [
+            f
+            for f in index.facts
+            if len(f.numbers) == 1
+            and fid_of.get(f.file) in self.code_fids
+            and any(not t.isdigit() for t in f.terms)
+            and not (f.kind == "kwarg" and len([t for t in f.terms if not t.isdigit()]) < 2)
+        ]
+
+    def _main_scopes(self) -> list[Function]:
+        """``if __name__ == "__main__":`` blocks as pseudo-functions (their calls, in order)."""
+        out = []
+        for path, (start, end) in self.index.main_blocks.items():
+            calls = [
+                (c, ln) for c, ln in self.index.module_calls.get(path, []) if start <= ln <= end
+            ]
+            out.append(
+                Function(
+                    "__main__", f"{path}:__main__", path, start, end, False, calls, "", start + 1
+                )
+            )
+        return out
+
+    def _entry_files(self) -> list[str]:
+        """Scripts that reproduce.sh (or any shell script) runs; else every file with a main block."""
+        paths = {f.path for f in self.index.files}
+        found: list[str] = []
+        for cmds in self.index.commands.values():
+            for cmd, _ in cmds:
+                for m in re.finditer(r"python[\d.]*\s+(?:-u\s+)?(-m\s+)?([\w./-]+)", cmd):
+                    target = m.group(2)
+                    rel = target.replace(".", "/") + ".py" if m.group(1) else target.lstrip("./")
+                    for cand in (rel, rel + "/__main__.py"):
+                        if cand in paths:
+                            found.append(cand)
+        return found or list(self.index.main_blocks)
+
+    def _reachable(self) -> set[str]:
+        """Names of the repo functions that the entry points call, directly or not."""
+        todo = [c for path in self._entry_files() for c, _ in self.index.module_calls.get(path, [])]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name not in self.by_name:
+                continue
+            seen.add(name)
+            for fn in self.by_name[name]:
+                todo.extend(c for c, _ in fn.calls)
+        return seen
+
+    # --- presence -----------------------------------------------------------------------
+    def function_at(self, fid: int, line: int) -> Function | None:
+        arr = self.func_at.get(fid)
+        if arr is None or line >= len(arr) or arr[line] < 0:
+            return None
+        return self.index.functions[arr[line]]
+
+    def credits(self, fid: int) -> list[float]:
+        """Credit of every line of a file (1-based): code 1, code in a stub 0.5, a comment or
+        docstring in a real function ``comment_credit``, elsewhere ``loose_comment_credit``;
+        docs/tests 0."""
+        arr = self._credits.get(fid)
+        if arr is None:
+            n = len(self.index.files[fid].lines)
+            arr = [0.0] * (n + 2)
+            if fid in self.code_fids:
+                comment = self.index.files[fid].comment
+                funcs = self.func_at.get(fid)
+                fns = self.index.functions
+                cc, lc = RULES["comment_credit"], RULES["loose_comment_credit"]
+                for ln in range(1, n + 1):
+                    fi = funcs[ln] if funcs is not None else -1
+                    stub = fi >= 0 and fns[fi].stub
+                    if comment[ln - 1]:
+                        arr[ln] = cc if fi >= 0 and not stub else lc
+                    else:
+                        arr[ln] = 0.5 if stub else 1.0
+            self._credits[fid] = arr
+        return arr
+
+    def site_credit(self, fid: int, line: int) -> float:
+        arr = self.credits(fid)
+        return arr[line] if 0 < line < len(arr) else 0.0
+
+    def _presence(self, sites: list[tuple[int, int]]) -> Presence:
+        best = 0.0
+        docs = False
+        hits: list[tuple[int, int, float]] = []
+        code = self.code_fids
+        for fid, ln in sites:
+            if fid in code:
+                c = self.credits(fid)[ln]
+                hits.append((fid, ln, c))
+                if c > best:
+                    best = c
+            else:
+                docs = True
+        return Presence(best, docs, sites, hits)
+
+    def term(self, t: str) -> Presence:
+        p = self.term_cache.get(t)
+        if p is None:
+            p = self._presence(self.index.term_sites(t))
+            if p.credit == 0.0 and len(t) >= 4:
+                alt = self._abbreviation_sites(t)
+                if alt:
+                    q = self._presence(alt)
+                    pc = RULES["prefix_credit"]
+                    p = Presence(
+                        q.credit * pc,
+                        p.docs or q.docs,
+                        alt,
+                        [(f, ln, c * pc) for f, ln, c in q.hits],
+                    )
+            self.term_cache[t] = p
+        return p
+
+    def _abbreviation_sites(self, t: str) -> list[tuple[int, int]]:
+        """Sites of code terms that abbreviate ``t`` (``min`` for ``minimum``) or extend it."""
+        out: list[tuple[int, int]] = []
+        for k in range(len(t) - 1, 2, -1):
+            if k < 0.4 * len(t):
+                break
+            if t[:k] in self.index.term_chunks:
+                out.extend(self.index.term_sites(t[:k]))
+                break
+        i = bisect.bisect_left(self.sorted_terms, t)
+        n = 0
+        while i < len(self.sorted_terms) and self.sorted_terms[i].startswith(t) and n < 5:
+            if self.sorted_terms[i] != t:
+                out.extend(self.index.term_sites(self.sorted_terms[i]))
+            i += 1
+            n += 1
+        return out
+
+    def key(self, name: str) -> Presence:
+        p = self.key_cache.get(name)
+        if p is None:
+            sites: list[tuple[int, int]] = []
+            for k in entity_keys(name):
+                sites.extend(self.index.key_sites(k))
+                if sites:
+                    break
+            p = self._presence(sites)
+            self.key_cache[name] = p
+        return p
+
+    # --- windows ------------------------------------------------------------------------
+    def windows(self, terms: dict[str, float]) -> list[Window]:
+        """Best small windows of code by weighted distinct-term coverage, highest first.
+
+        A term counts fully when a window has it on a code line, ``comment_credit`` when only in
+        comments; terms on more than ``window_cap`` lines say nothing about where a claim is."""
+        per_file: dict[int, list[tuple[int, int, bool]]] = defaultdict(list)
+        names = list(terms)
+        cap = int(RULES["window_cap"])
+        for ti, t in enumerate(names):
+            hits = self.term(t).hits
+            if len(hits) > cap:
+                continue
+            for fid, ln, c in hits:
+                per_file[fid].append((ln, ti, c >= 1.0))
+        w = int(RULES["window_lines"])
+        weights = [terms[t] for t in names]
+        part = RULES["comment_credit"]
+        out: list[tuple[float, int, Window]] = []
+        # Files in order of the most a window of theirs could score (their distinct terms); a file
+        # that cannot beat the fifth best window so far is skipped. Ties keep the file order.
+        bounds = []
+        for order, (fid, hits) in enumerate(per_file.items()):
+            seen: dict[int, bool] = {}
+            for _, ti, is_full in hits:
+                seen[ti] = seen.get(ti, False) or is_full
+            bound = sum(weights[ti] * (1.0 if f else part) for ti, f in seen.items())
+            bounds.append((-bound, order, fid))
+        bounds.sort()
+        for neg_bound, order, fid in bounds:
+            if len(out) >= 5 and -neg_bound < -sorted(x[0] for x in out)[4] - 1e-9:
+                break
+            hits = per_file[fid]
+            hits.sort()
+            full = [0] * len(names)
+            some = [0] * len(names)
+            best, b_lo, b_hi = 0.0, 0, 0
+            lo = 0
+            score = 0.0
+            for ln, ti, is_full in hits:
+                wt = weights[ti]
+                before = wt if full[ti] else (wt * part if some[ti] else 0.0)
+                some[ti] += 1
+                if is_full:
+                    full[ti] += 1
+                after = wt if full[ti] else wt * part
+                score += after - before
+                while hits[lo][0] < ln - w:
+                    _, l_ti, l_full = hits[lo]
+                    lw = weights[l_ti]
+                    before = lw if full[l_ti] else lw * part
+                    some[l_ti] -= 1
+                    if l_full:
+                        full[l_ti] -= 1
+                    after = lw if full[l_ti] else (lw * part if some[l_ti] else 0.0)
+                    score += after - before
+                    lo += 1
+                if score > best:
+                    best, b_lo, b_hi = score, hits[lo][0], ln
+            if best > 0:
+                fn = self.function_at(fid, b_lo)
+                stub = fn is not None and fn.stub and b_hi <= fn.end
+                out.append((-best, order, Window(fid, b_lo, b_hi, best, stub)))
+        out.sort(key=lambda x: (x[0], x[1]))
+        return [x[2] for x in out[:5]]
+
+    # --- functions ----------------------------------------------------------------------
+    def functions_for(self, name: str) -> list[Function]:
+        """Functions a claim's name refers to: ``r2`` -> ``r2_score``, ``k-means++`` -> ``kmeans_pp``."""
+        if self._fn_keys is None:
+            self._fn_keys = [
+                (fn, {*chunk_info(fn.name)[1], squash(fn.name)})
+                for fn in self.index.functions
+                if self.fid_of.get(fn.file) in self.code_fids
+            ]
+        for k in entity_keys(name):  # most specific spelling first
+            out = [fn for fn, keys in self._fn_keys if k in keys]
+            if out:
+                return out
+        return []
+
+
+def rounded_value(v: float) -> float:
+    return float(f"{v:.9g}")

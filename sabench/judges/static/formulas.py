@@ -1,0 +1,195 @@
+"""D2 formulas: a backticked formula is compared with code statements as multisets of normalised
+operands and operators."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from sabench.index import CODE
+from sabench.judges.static.claims import Claim
+from sabench.judges.static.outcome import Outcome
+from sabench.judges.static.params import RULES
+from sabench.values import words
+
+if TYPE_CHECKING:
+    from sabench.judges.static.rules import ClaimJudge
+
+_MODULES = words(
+    "np numpy torch math jnp jax scipy linalg F nn functional tf special stats random sp "
+    "tensorflow keras K backend"
+)
+_FUNC_ALIASES = {
+    "average": "mean",
+    "amax": "max",
+    "amin": "min",
+    "absolute": "abs",
+    "fabs": "abs",
+    "nansum": "sum",
+    "nanmean": "mean",
+    "matmul": "@",
+    "dot": "@",
+    "mm": "@",
+    "clamp": "clip",
+    "sub": "-",
+    "subtract": "-",
+    "add": "+",
+    "mul": "*",
+    "multiply": "*",
+    "div": "/",
+    "divide": "/",
+    "true_divide": "/",
+    "power": "^",
+    "pow": "^",
+}
+
+
+def judge_formulas(
+    judge: ClaimJudge, claim: Claim, cov: float, ev: list[tuple[int, int, int]]
+) -> Outcome | None:
+    results = [_formula(judge, f) for f in claim.formulas]
+    drifted = [r for r in results if r[0] == "drifted"]
+    matched = [r for r in results if r[0] == "aligned"]
+    evidence = [r[2] for r in results if r[2] is not None] + ev
+    evidence = list(dict.fromkeys(evidence))[:4]
+    if drifted:
+        return Outcome(
+            "drifted", 0.0, "implementation_mismatch", " ".join(r[1] for r in drifted), evidence
+        )
+    if matched:
+        frac = len(matched) / len(results)
+        return judge.by_support(
+            0.6 * frac + 0.4 * cov,
+            evidence,
+            " ".join(r[1] for r in matched) if frac == 1 else "Formulas matched in part",
+            verified=frac == 1,
+        )
+    return None
+
+
+def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int, int] | None]:
+    target = formula_tokens(formula)
+    names = Counter({k: v for k, v in target.items() if k.startswith("n:")})
+    ops = Counter({k: v for k, v in target.items() if not k.startswith("n:")})
+    if not names:
+        return ("absent", "", None)
+    n_names = sum(names.values())
+    # candidate lines: code lines with at least half of the formula's operand names
+    hits: Counter[tuple[int, int]] = Counter()
+    for name in names:
+        raw = name[2:]
+        for site in _raw_sites(judge, raw):
+            hits[site] += 1
+    need = max(1, math.ceil(len(names) * 0.5))
+    best: tuple[tuple[bool, float, float], float, float, tuple[int, int], Counter[str]] | None = (
+        None
+    )
+    for (fid, ln), k in hits.items():
+        if k < need or judge.index.files[fid].kind != CODE or judge.index.is_comment(fid, ln):
+            continue
+        stmt = _statement(judge, fid, ln)
+        toks = formula_tokens(stmt)
+        n_cont = sum(min(c, toks.get(t, 0)) for t, c in names.items()) / n_names
+        o_total = sum(ops.values()) or 1
+        o_cont = sum(min(c, toks.get(t, 0)) for t, c in ops.items()) / o_total
+        if n_cont < RULES["formula_names_min"]:
+            continue
+        key = (n_cont >= 0.999 and o_cont >= 0.999, n_cont + o_cont, n_cont)
+        if best is None or key > best[0]:
+            best = (key, n_cont, o_cont, (fid, ln), toks)
+    if best is None or best[1] < RULES["formula_names_min"]:
+        return ("absent", "", None)
+    _, n_cont, o_cont, (fid, ln), toks = best
+    loc = judge.loc(fid, ln)
+    code = judge.index.files[fid].lines[ln - 1].strip()
+    if n_cont >= 0.999 and o_cont >= 0.999:
+        return ("aligned", f"`{formula}` matches {judge.where(fid, ln)}: `{code[:100]}`.", loc)
+    if len(names) < 2 or o_cont < RULES["formula_ops_min"]:
+        return ("absent", "", None)  # a mention of the operands, not the same computation
+    lacking = [k.split(":", 1)[1] for k in (target - toks)]
+    extra = [
+        k.split(":", 1)[1]
+        for k in (toks - target)
+        if k.startswith("f:") and k[2:] not in ("float", "int", "array", "asarray", "item")
+    ]
+    diff = f"lacks {', '.join(lacking[:4])}" if lacking else ""
+    if extra:
+        diff += ("; " if diff else "") + f"has {', '.join(extra[:3])} instead"
+    return (
+        "drifted",
+        f"`{formula}` differs from {judge.where(fid, ln)} `{code[:100]}`: {diff}.",
+        loc,
+    )
+
+
+def _raw_sites(judge: ClaimJudge, raw: str) -> list[tuple[int, int]]:
+    return judge.index.chunk_sites.get(raw, [])
+
+
+def _statement(judge: ClaimJudge, fid: int, ln: int) -> str:
+    lines = judge.index.files[fid].lines
+    text = lines[ln - 1]
+    depth = text.count("(") + text.count("[") - text.count(")") - text.count("]")
+    j = ln
+    while depth > 0 and j < len(lines) and j < ln + 6:
+        nxt = lines[j]
+        text += " " + nxt.strip()
+        depth += nxt.count("(") + nxt.count("[") - nxt.count(")") - nxt.count("]")
+        j += 1
+    return text.split("#", 1)[0]
+
+
+_FTOK_RE = re.compile(
+    r"\*\*|//|==|!=|<=|>=|[A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+"
+    r"|[-+*/@^%<>=()\[\],:|&~√Σ∑]"
+)
+_UNICODE_OPS = str.maketrans({"−": "-", "×": "*", "·": "*", "⋅": "*", "∗": "*", "÷": "/"})
+
+
+def formula_tokens(text: str) -> Counter[str]:
+    """Operands (``n:``), functions (``f:``), operators (``o:``) and constants (``c:``) of an
+    expression, normalised: module prefixes dropped, methods as functions, ``**`` as ``^``."""
+    text = text.translate(_UNICODE_OPS).replace("²", "**2").replace("√", "sqrt")
+    # keep only the right-hand side of an assignment
+    m = re.match(r"^\s*[\w.\[\], ]+?\s*(?<![=!<>])=(?!=)\s*(.+)$", text)
+    if m:
+        text = m.group(1)
+    toks = _FTOK_RE.findall(text)
+    out: Counter[str] = Counter()
+    for i, tok in enumerate(toks):
+        nxt = toks[i + 1] if i + 1 < len(toks) else ""
+        if re.match(r"[A-Za-z_]", tok):
+            parts = [p.strip() for p in tok.split(".")]
+            while len(parts) > 1 and parts[0] in _MODULES:
+                parts = parts[1:]
+            if nxt == "(":
+                *objs, fname = parts
+                fname = _FUNC_ALIASES.get(fname, fname)
+                for o in objs:
+                    out[f"n:{o}"] += 1
+                if fname in ("^", "@", "+", "-", "*", "/"):
+                    out[f"o:{fname}"] += 1
+                elif fname == "square":
+                    out["o:^"] += 1
+                    out["c:2"] += 1
+                elif fname not in ("float", "int", "array", "asarray", "tensor", "item", "np"):
+                    out[f"f:{fname}"] += 1
+            else:
+                for p in parts:
+                    if p in ("sum", "mean", "T"):
+                        out[f"n:{p}" if p == "T" else f"f:{p}"] += 1
+                    elif p not in _MODULES:
+                        out[f"n:{p}"] += 1
+        elif re.match(r"[\d.]", tok):
+            with contextlib.suppress(ValueError):
+                out[f"c:{float(tok):g}"] += 1
+        elif tok in ("(", ")", ",", ":", "[", "]"):
+            continue
+        else:
+            out[f"o:{'^' if tok == '**' else tok}"] += 1
+    # keyword arguments (``axis=0``) are not operators
+    out.pop("o:=", None)
+    return out

@@ -1,0 +1,195 @@
+"""D1 numbers: each number of the claim with its name is looked up among the code's named values;
+the same name set to another value is a drift."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from sabench.index import Fact, identifier_terms
+from sabench.judges.static.claims import Claim
+from sabench.judges.static.evidence import rounded_value
+from sabench.judges.static.outcome import Outcome
+from sabench.judges.static.params import RULES
+from sabench.values import NumberMention, values_match, words
+
+if TYPE_CHECKING:
+    from sabench.judges.static.rules import ClaimJudge
+
+#: Single-word names too vague to call a value drifted on their own.
+_VAGUE_NAMES = frozenset(
+    identifier_terms(w)[0]
+    for w in words(
+        "size rate step value dim count factor scale weight param length ratio max min time "
+        "stride kernel padding shape image input output start end index idx id level"
+    )
+    if identifier_terms(w)
+)
+#: Words that name the same thing in a config (name matching of values only).
+_RELATED = [
+    {t for w in group.split() for t in identifier_terms(w)}
+    for group in (
+        "feature dimension",
+        "sample point example instance",
+        "cluster center centroid component",
+        "deviation sigma",
+        "iteration step update",
+        "layer block",
+        "head attention",
+        "seed random",
+    )
+]
+_RELATED_OF: dict[str, set[str]] = defaultdict(set)
+for _group in _RELATED:
+    for _t in _group:
+        _RELATED_OF[_t] |= _group - {_t}
+
+
+def _terms_match(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    if len(a) >= 3 and len(b) >= 3 and (a.startswith(b) or b.startswith(a)):
+        return True
+    return b in _RELATED_OF.get(a, ())
+
+
+def _abbrev_match(a: str, b: str) -> bool:
+    return a == b or (len(a) >= 3 and len(b) >= 3 and (a.startswith(b) or b.startswith(a)))
+
+
+def _name_terms(words: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for w in words:
+        out.extend(t for t in identifier_terms(w) if t not in ("the", "a", "of"))
+    return out
+
+
+def judge_numbers(
+    judge: ClaimJudge, claim: Claim, cov: float, ev: list[tuple[int, int, int]]
+) -> Outcome:
+    supports: list[float] = []
+    notes: list[str] = []
+    conflicts: list[str] = []
+    evidence: list[tuple[int, int, int]] = []
+    found_values: list[float] = []
+    win_lines = {(w[0], ln) for w in ev for ln in range(w[1] - 3, w[2] + 4)}
+    for num in claim.numbers:
+        ctx_terms = _name_terms(num.context_words)
+        near_terms = _name_terms(num.context_words[-1:])
+        all_terms = ctx_terms + _name_terms(num.after_words)
+        best, best_fact = 0.0, None
+        for cand in num.candidates():
+            for fact in judge.ctx.facts_by_value.get(rounded_value(cand), []):
+                if judge.ctx.fid_of.get(fact.file) not in judge.ctx.code_fids:
+                    continue
+                sim = _name_sim(all_terms, fact)
+                score = 1.0 if sim > 0 else 0.0
+                if score > best:
+                    best, best_fact = score, fact
+        if best_fact is not None:
+            supports.append(1.0)
+            found_values.append(num.value)
+            fid = judge.ctx.fid_of[best_fact.file]
+            evidence.append(judge.loc(fid, best_fact.line))
+            continue
+        if any(values_match(num, v) for v in found_values):
+            supports.append(1.0)
+            continue
+        conflict = _conflict(judge, num, near_terms, all_terms)
+        if conflict is None and num.after_words:
+            conflict = _conflict(judge, num, _name_terms(num.after_words[:1]), all_terms)
+        if conflict is not None:
+            fid = judge.ctx.fid_of[conflict.file]
+            evidence.insert(0, judge.loc(fid, conflict.line))
+            conflicts.append(
+                f"the paper's {num.text} is {conflict.value.strip()} "
+                f"(`{conflict.name}`, {conflict.file}:{conflict.line})"
+            )
+            supports.append(0.0)
+            continue
+        sites = []
+        for cand in num.candidates():
+            sites += [
+                s
+                for s in judge.index.literals.get(rounded_value(cand), ())
+                if s[0] in judge.ctx.code_fids
+            ]
+        if sites:
+            near = [s for s in sites if s in win_lines]
+            small = num.value == int(num.value) and abs(num.value) <= 10
+            if near:
+                supports.append(0.6)
+                evidence.append(judge.loc(*near[0]))
+            else:
+                supports.append(0.15 if small else 0.3)
+                notes.append(f"{num.text} only as a bare literal")
+            found_values.append(num.value)
+        else:
+            supports.append(0.0)
+            notes.append(f"{num.text} not found")
+    frac = sum(supports) / len(supports)
+    judge.features.update(num_frac=frac, n_num=len(supports), n_conf=len(conflicts))
+    evidence = list(dict.fromkeys(evidence + ev))[:4]
+    if conflicts and frac < 0.999 and sum(1 for s in supports if s >= 1.0) == 0:
+        return Outcome(
+            "drifted",
+            0.0,
+            "implementation_mismatch",
+            "Value mismatch: " + "; ".join(conflicts[:3]) + ".",
+            evidence,
+        )
+    s = RULES["number_share"] * frac + (1 - RULES["number_share"]) * cov
+    extra = ("Mismatch: " + "; ".join(conflicts[:2]) + ". ") if conflicts else ""
+    extra += ("; ".join(notes[:3]) + ".") if notes else ""
+    if conflicts:
+        s = min(s, 0.75)
+    n_ok = sum(1 for x in supports if x >= 1.0)
+    if n_ok < len(supports):
+        # named things in the code do not vouch for values that are not found with their names
+        judge.anchored = judge.fn_anchor = False
+    return judge.by_support(
+        s,
+        evidence,
+        f"{n_ok}/{len(supports)} values found with their names",
+        extra,
+        verified=n_ok == len(supports) and not conflicts,
+    )
+
+
+def _name_sim(claim_terms: list[str], fact: Fact) -> float:
+    if not claim_terms:
+        return 0.0
+    f_terms = [t for t in fact.terms if len(t) > 1 or fact.terms == (t,)]
+    if not f_terms:
+        return 0.0
+    hit = sum(1 for ft in f_terms if any(_terms_match(ft, ct) for ct in claim_terms))
+    return hit / len(f_terms)
+
+
+def _conflict(
+    judge: ClaimJudge, num: NumberMention, near: list[str], claim_terms: list[str]
+) -> Fact | None:
+    """A configured value named like the claim's number but set to another value
+    (``lr = 0.005`` for the paper's 0.05). Conservative: the fact is a setting (assignment,
+    config key, CLI/argparse option, default, or a keyword with a compound name), every term
+    of its name is in the claim's words, it covers the number's nearest name (the word or
+    identifier right before it, or its unit right after), and no fact of that name holds the
+    paper's value."""
+    if not near:
+        return None
+    best: Fact | None = None
+    for fact in judge.ctx.settings:
+        terms = [t for t in fact.terms if not t.isdigit()]
+        if len(terms) == 1 and terms[0] in _VAGUE_NAMES:
+            continue
+        if not any(any(_abbrev_match(ft, nt) for ft in terms) for nt in near):
+            continue
+        if not all(any(_abbrev_match(ft, ct) for ct in claim_terms) for ft in terms):
+            continue
+        if not all(any(_abbrev_match(ft, nt) for ft in terms) for nt in near):
+            continue
+        if any(values_match(num, v) for v in fact.numbers):
+            return None
+        if best is None:
+            best = fact
+    return best

@@ -1,0 +1,63 @@
+"""Claims with expected results, judged from the execution record's metrics."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sabench.index import squash
+from sabench.judges.static.claims import Claim
+from sabench.judges.static.outcome import Outcome
+
+if TYPE_CHECKING:
+    from sabench.judges.static.rules import ClaimJudge
+
+
+def judge_results(
+    judge: ClaimJudge, claim: Claim, ev: list[tuple[int, int, int]]
+) -> Outcome | None:
+    ex = judge.execution or {}
+    metrics = _flatten(ex.get("metrics") or {})
+    status = ex.get("status")
+    lookup = {squash(k): v for k, v in metrics.items()}
+    bad, ok, absent = [], [], []
+    for exp in claim.expected:
+        key = str(exp["metric"])
+        val = metrics.get(key, lookup.get(squash(key)))
+        if not isinstance(val, int | float) or isinstance(val, bool):
+            absent.append(key)
+            continue
+        target = float(exp["value"])
+        tol = exp.get("tolerance", 0.0)
+        if isinstance(tol, str) and tol.strip().endswith("%"):
+            allowed = abs(target) * float(tol.strip()[:-1]) / 100.0
+        else:
+            allowed = float(tol or 0.0)
+        (ok if abs(float(val) - target) <= allowed + 1e-12 else bad).append(
+            f"{key} = {val:g} (paper {target:g})"
+        )
+    if absent:
+        why = f"execution {status}" if status and status != "ok" else "no such result"
+        return Outcome(
+            "missing", 0.0, "omission", f"{why}: {', '.join(absent[:3])} not reported.", ev
+        )
+    if bad:
+        return Outcome(
+            "drifted",
+            0.0,
+            "implementation_mismatch",
+            f"Results differ from the paper: {'; '.join(bad[:3])}.",
+            ev,
+        )
+    return Outcome("aligned", 1.0, None, f"Results match: {'; '.join(ok[:3])}.", ev)
+
+
+def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(v, dict):
+                out.update(_flatten(v, key))
+            else:
+                out[key] = v
+    return out

@@ -1,0 +1,217 @@
+"""The rules' core: term coverage, the verdict bands, the omission/docs-only/stub checks, and the
+dispatch of each claim to its dimension's rule (one module each)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Any
+
+from sabench.index import DOCS, TESTS, squash
+from sabench.judges.static.claims import Claim, entity_keys
+from sabench.judges.static.evidence import SubmissionContext, Window
+from sabench.judges.static.formulas import judge_formulas
+from sabench.judges.static.numbers import judge_numbers
+from sabench.judges.static.order import judge_order
+from sabench.judges.static.outcome import Outcome
+from sabench.judges.static.params import BANDS, RULES
+from sabench.judges.static.protocol import judge_protocol
+from sabench.judges.static.results import judge_results
+
+
+def _names_function(name: str, fname: str) -> bool:
+    """``k-means++`` names ``kmeans_plusplus_init``: the name is most of the function's name."""
+    f = squash(fname)
+    return any(len(k) >= 4 and k in f and len(k) >= 0.6 * len(f) for k in entity_keys(name))
+
+
+class ClaimJudge:
+    """Judges one submission's claims. The dimension rules are functions of their own modules that
+    read and set its per-claim state (coverage, anchors, features) and verdict via :meth:`by_support`."""
+
+    def __init__(self, ctx: SubmissionContext, execution: dict[str, Any] | None) -> None:
+        self.ctx = ctx
+        self.index = ctx.index
+        self.execution = execution
+        self.anchored = self.fn_anchor = False
+        self.dim = ""
+        self.cov = 0.0
+        self.features: dict[str, float] = {}
+
+    # --- coverage -----------------------------------------------------------------------
+    def coverage(self, terms: dict[str, float]) -> tuple[float, float, list[Window]]:
+        """(repo-wide credit share, docs/tests share, best windows)."""
+        total = sum(terms.values()) or 1.0
+        got = 0.0
+        docs = 0.0
+        for t, w in terms.items():
+            p = self.ctx.term(t)
+            got += w * p.credit
+            if p.docs or p.credit > 0:
+                docs += w * (1.0 if p.docs else 0.0)
+        wins = self.ctx.windows(terms)
+        win = (wins[0].score / total) if wins else 0.0
+        share = RULES["window_share"]
+        self.features.update(cov_g=got / total, cov_w=min(1.0, win), docs=docs / total)
+        return (1 - share) * (got / total) + share * min(1.0, win), docs / total, wins
+
+    def loc(self, fid: int, start: int, end: int | None = None) -> tuple[int, int, int]:
+        n = len(self.index.files[fid].lines)
+        start = max(1, min(start, n))
+        end = max(start, min(end if end is not None else start, n))
+        return (fid, start, end)
+
+    def where(self, fid: int, line: int) -> str:
+        return f"{self.index.files[fid].path}:{line}"
+
+    # --- main ---------------------------------------------------------------------------
+    def judge(self, claim: Claim) -> Outcome:
+        self.features = {}
+        o = self._judge(claim)
+        o.features = self.features
+        return o
+
+    def _judge(self, claim: Claim) -> Outcome:
+        self.dim = claim.dimension
+        self.anchored = self.fn_anchor = False
+        cov, docs_cov, wins = self.coverage(claim.terms)
+        self.cov = cov
+        ev = [self.loc(w.fid, w.start, w.end) for w in wins[:2]]
+
+        if claim.expected and self.execution is not None:
+            out = judge_results(self, claim, ev)
+            if out is not None:
+                return out
+
+        # Named things (backticked) are required: absent from code -> omission. Names that are
+        # operands of the claim's own formulas are notation (``d2`` in ``d2 / sum(d2)``).
+        notation = {t for f in claim.formulas for t in re.findall(r"[A-Za-z_]\w*", f)}
+        absent, docs_only = [], []
+        for name in claim.names:
+            p = self.ctx.key(name)
+            if p.credit == 0 and name not in notation:
+                (docs_only if p.docs else absent).append(name)
+        # A claim about results concerns the protocol; the stub rule is for the method's code.
+        stub = None if claim.expected else self.stub_check(claim, wins)
+        if stub is not None:
+            return stub
+        if (absent or docs_only) and claim.dimension != "D4":
+            where = " (named only in docs/tests)" if docs_only else ""
+            return Outcome(
+                "missing",
+                0.0,
+                "omission",
+                f"`{'`, `'.join(absent + docs_only)}` not found in code or config{where}.",
+                ev,
+            )
+
+        if cov < RULES["docs_only_below"] and docs_cov >= RULES["docs_only_cov"]:
+            doc = self.doc_evidence(claim)
+            return Outcome(
+                "missing",
+                0.0,
+                "omission",
+                "The claim's terms appear only in docs/tests, not in code or config.",
+                [doc] if doc else ev,
+            )
+
+        # Every backticked name is in real code: the anchors the curator gave are implemented.
+        self.anchored = bool(claim.names) and all(
+            self.ctx.key(n).credit >= RULES["anchor_credit"] for n in claim.names
+        )
+        if claim.dimension == "D1" and claim.numbers and not claim.expected:
+            return judge_numbers(self, claim, cov, ev)
+        if claim.formulas:
+            out = judge_formulas(self, claim, cov, ev)
+            if out is not None:
+                return out
+        if claim.steps:
+            out = judge_order(self, claim, cov, ev)
+            if out is not None:
+                return out
+        if claim.dimension == "D3" or claim.entities:
+            return judge_protocol(self, claim, cov, ev)
+        return self.by_support(cov, ev, "Weighted term coverage")
+
+    def by_support(
+        self,
+        s: float,
+        ev: list[tuple[int, int, int]],
+        what: str,
+        extra: str = "",
+        verified: bool = False,
+    ) -> Outcome:
+        """Verdict from a support in [0, 1] on SA-Bench's scale (bands per dimension). A claim whose
+        anchors are verified (its backticked names in code, a named non-stub function, all values
+        with their names, all formulas, all steps in order) is aligned once its terms are
+        reasonably covered."""
+        what = what.rstrip(". ")
+        where = f" (best evidence {self.where(ev[0][0], ev[0][1])})" if ev else ""
+        anchored = verified or self.anchored or self.fn_anchor
+        self.features.update(anchored=float(anchored))
+        if anchored and self.cov >= RULES["anchored_cov"]:
+            why = "verified" if verified else "every named item is in the code"
+            o = Outcome("aligned", 1.0, None, f"{what}; {why}{where}. {extra}".strip(), ev)
+            o.features["forced"] = 1.0
+            return o
+        bands = BANDS.get(self.dim, BANDS["D2"])
+        level = bisect.bisect_right(bands, s)
+        if level >= 4:
+            o = Outcome(
+                "aligned", 1.0, None, f"{what}, support {s:.2f}{where}. {extra}".strip(), ev
+            )
+        elif level == 0:
+            o = Outcome(
+                "missing",
+                0.0,
+                "omission",
+                f"{what}, support {s:.2f}: no implementation found. {extra}".strip(),
+                ev,
+            )
+        else:
+            o = Outcome(
+                "partial", level / 4, None, f"{what}, support {s:.2f}{where}. {extra}".strip(), ev
+            )
+        o.support = s
+        return o
+
+    def doc_evidence(self, claim: Claim) -> tuple[int, int, int] | None:
+        for t in sorted(claim.terms, key=lambda x: -claim.terms[x]):
+            for fid, ln in self.ctx.term(t).sites:
+                if self.index.files[fid].kind in (DOCS, TESTS):
+                    return self.loc(fid, ln)
+        return None
+
+    # --- stubs --------------------------------------------------------------------------
+    def stub_check(self, claim: Claim, wins: list[Window]) -> Outcome | None:
+        for name in [*claim.names, *claim.entities]:
+            fns = self.ctx.functions_for(name)
+            if claim.dimension == "D2" and any(
+                not f.stub and _names_function(name, f.name) for f in fns
+            ):
+                self.fn_anchor = True  # the algorithm the claim names is a real function
+            if fns and all(f.stub for f in fns):
+                f = fns[0]
+                fid = self.ctx.fid_of[f.file]
+                return Outcome(
+                    "placeholder",
+                    0.0,
+                    "placeholder",
+                    f"`{f.name}` ({f.file}:{f.start}) is a stub: its body is only "
+                    f"pass/.../raise NotImplementedError or a TODO.",
+                    [self.loc(fid, f.start, f.end)],
+                )
+        if wins and wins[0].stub:
+            best = wins[0]
+            rivals = [w for w in wins[1:] if not w.stub and w.score >= best.score * 0.9]
+            if not rivals:
+                fn = self.ctx.function_at(best.fid, best.start)
+                if fn is not None:
+                    return Outcome(
+                        "placeholder",
+                        0.0,
+                        "placeholder",
+                        f"The best evidence is `{fn.name}` ({fn.file}:{fn.start}), a stub.",
+                        [self.loc(best.fid, fn.start, fn.end)],
+                    )
+        return None

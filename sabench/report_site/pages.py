@@ -1,0 +1,208 @@
+"""The contexts of the agent, paper, run and disagreements pages."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from sabench.report_site.formatting import as_text, mean, num, score_color, slug
+from sabench.report_site.model import Site
+from sabench.report_site.sources import LOG_TAIL_LINES, Run
+from sabench.report_site.summary import score_pivot
+from sabench.scoring import DIMENSION_ORDER, OVERALL
+from sabench.stats import FEW_PAPERS_NOTE
+
+OK_VERDICTS = {"aligned"}
+
+
+def _run_summary(site: Site, run: Run) -> dict[str, Any]:
+    scores = site.run_scores.get(run, {})
+    n_bad = sum(
+        1
+        for recs in site.verdicts.get(run, {}).values()
+        for rec in recs.values()
+        if as_text(rec.get("verdict")) not in OK_VERDICTS | {"error"}
+    )
+    rec = site.runs.get(run, {})
+    return {
+        "agent": run[0],
+        "paper": run[1],
+        "seed": run[2],
+        "href": site.run_href(run),
+        "scores": [num(scores.get(j, {}).get(OVERALL, math.nan)) for j in site.judges],
+        "colors": [score_color(scores.get(j, {}).get(OVERALL, math.nan)) for j in site.judges],
+        "execution": as_text(rec.get("execution_status")) or "–",
+        "n_bad": n_bad,
+    }
+
+
+def _metrics(value: Any) -> list[tuple[str, str]]:
+    if not value:
+        return []
+    try:
+        data = json.loads(value) if isinstance(value, str) else dict(value)
+    except (ValueError, TypeError):
+        return [("metrics", str(value))]
+    if not isinstance(data, dict):
+        return [("metrics", str(data))]
+    return [
+        (str(k), num(v, 6) if isinstance(v, int | float) else str(v))
+        for k, v in sorted(data.items())
+    ]
+
+
+def run_context(site: Site, run: Run) -> dict[str, Any]:
+    rec = site.runs.get(run, {})
+    saus = []
+    for row in site.sau_rows(run[1], [run]):
+        sau_id = str(row["sau_id"])
+        judged = {j: site.cell(run, sau_id, j) for j in site.judges}
+        verdicts = {c["verdict"] for c in judged.values() if c}
+        saus.append(
+            {
+                "id": sau_id,
+                "anchor": "sau-" + slug(sau_id),
+                "dimension": as_text(row.get("dimension")),
+                "claim": as_text(row.get("claim")),
+                "quote": row["quote"],
+                "context": row["context"],
+                "judges": [(j, judged[j]) for j in site.judges],
+                "ok": bool(verdicts) and verdicts <= OK_VERDICTS,
+                "disagree": site.disagree(run, sau_id),
+            }
+        )
+    scores = site.run_scores.get(run, {})
+    dims = [d for d in DIMENSION_ORDER if any(d in scores.get(j, {}) for j in site.judges)]
+    agent_fields = [
+        (k, as_text(rec.get(k)) or "–")
+        for k in ("agent_kind", "agent_status", "model", "steps", "agent_error")
+    ]
+    agent_fields += [
+        (
+            "tokens (prompt / completion)",
+            f"{num(rec.get('prompt_tokens'), 0)} / {num(rec.get('completion_tokens'), 0)}",
+        ),
+        ("cost ($)", num(rec.get("cost_usd"), 4)),
+        ("wall time (s)", num(rec.get("agent_wall_s"), 1)),
+    ]
+    exec_fields = [
+        ("status", as_text(rec.get("execution_status")) or "–"),
+        ("exit code", num(rec.get("exit_code"), 0)),
+        ("wall time (s)", num(rec.get("execution_wall_s"), 1)),
+        ("peak memory (MB)", num(rec.get("peak_mem_mb"), 1)),
+        ("backend", as_text(rec.get("backend")) or "–"),
+        ("isolation", as_text(rec.get("isolation")) or "–"),
+    ]
+    others = [r for r in site.runs_of_paper[run[1]] if r != run]
+    return {
+        "run": run,
+        "title": site.titles.get(run[1], ""),
+        "agent_href": site.agent_href(run[0]),
+        "paper_href": site.paper_href(run[1]),
+        "judges": site.judges,
+        "dims": dims,
+        "scores": [
+            (j, [num(scores.get(j, {}).get(d, math.nan)) for d in dims]) for j in site.judges
+        ],
+        "agent_fields": agent_fields,
+        "exec_fields": exec_fields,
+        "metrics": _metrics(rec.get("metrics")),
+        "log": site.sources.log_tail(run),
+        "failed": as_text(rec.get("execution_status")) not in ("ok", ""),
+        "log_lines": LOG_TAIL_LINES,
+        "transcript": site.sources.transcript(run),
+        "saus": saus,
+        "bad": [s for s in saus if not s["ok"] and any(c for _, c in s["judges"])],
+        "others": [(f"{r[0]} / seed {r[2]}", site.run_href(r)) for r in others],
+    }
+
+
+def agent_context(site: Site, agent: str) -> dict[str, Any]:
+    pivot = score_pivot(site)
+    rows = [r for r in pivot["rows"] if r["agent"] == agent]
+    return {
+        "agent": agent,
+        "pivot": {**pivot, "rows": rows},
+        "few_note": FEW_PAPERS_NOTE,
+        "judges": site.judges,
+        "runs": [_run_summary(site, r) for r in site.runs_of_agent[agent]],
+    }
+
+
+def paper_context(site: Site, paper: str) -> dict[str, Any]:
+    runs = site.runs_of_paper[paper]
+    columns = [(i, f"{r[0]} / seed {r[2]}", site.run_href(r)) for i, r in enumerate(runs)]
+    first_seed: dict[str, int] = {}
+    for i, r in enumerate(runs):
+        first_seed.setdefault(r[0], i)
+
+    def overall(i: int) -> float:
+        score = mean(
+            site.run_scores.get(runs[i], {}).get(j, {}).get(OVERALL, math.nan) for j in site.judges
+        )
+        return -1.0 if math.isnan(score) else score
+
+    # side by side at first: the two best-scored agents (first seeds), where drift is the difference
+    best = sorted(first_seed.values(), key=lambda i: (-overall(i), i))[:2]
+    default = sorted(best) or [0]
+    rows = []
+    for row in site.sau_rows(paper, runs):
+        sau_id = str(row["sau_id"])
+        rows.append(
+            {
+                "id": sau_id,
+                "anchor": "sau-" + slug(sau_id),
+                "dimension": as_text(row.get("dimension")),
+                "claim": as_text(row.get("claim")),
+                "quote": row["quote"],
+                "cells": [[(j, site.cell(r, sau_id, j)) for j in site.judges] for r in runs],
+                "differ": len(
+                    {
+                        tuple(
+                            (c or {}).get("verdict")
+                            for c in (site.cell(r, sau_id, j, False) for j in site.judges)
+                        )
+                        for r in runs
+                    }
+                )
+                > 1,
+            }
+        )
+    return {
+        "paper": paper,
+        "title": site.titles.get(paper, ""),
+        "columns": columns,
+        "left": default[0],
+        "right": default[1] if len(default) > 1 else default[0],
+        "runs": [_run_summary(site, r) for r in runs],
+        "judges": site.judges,
+        "rows": rows,
+        "disagreements_href": site.disagreements_href(paper),
+    }
+
+
+def disagreements_context(site: Site, paper: str, items: list[tuple[Run, str]]) -> dict[str, Any]:
+    rows_by_id = {
+        str(r["sau_id"]): r for r in site.sau_rows(paper, sorted({run for run, _ in items}))
+    }
+    out = []
+    for run, sau_id in items:
+        row = rows_by_id.get(sau_id, {})
+        out.append(
+            {
+                "run": run,
+                "href": site.run_href(run) + "#sau-" + slug(sau_id),
+                "id": sau_id,
+                "dimension": as_text(row.get("dimension")),
+                "claim": as_text(row.get("claim")),
+                "quote": as_text(row.get("quote")),
+                "judges": [(j, site.cell(run, sau_id, j)) for j in site.judges],
+            }
+        )
+    return {
+        "paper": paper,
+        "title": site.titles.get(paper, ""),
+        "items": out,
+        "paper_href": site.paper_href(paper),
+    }
