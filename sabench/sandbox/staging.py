@@ -202,6 +202,7 @@ def _status_docs(path: str) -> list[dict[str, Any]]:
 
 
 def _wait(pid: int, timeout: float | None) -> tuple[int, Any] | None:
+    """``common.wait_for_exit`` again: as a script this file imports nothing from the project."""
     deadline = None if timeout is None else time.monotonic() + timeout
     try:
         pidfd = os.pidfd_open(pid)
