@@ -98,6 +98,7 @@ TABLES = (
     "judge_agreement",
     "judge_confusion",
     "incomplete_runs",
+    "judge_directed_text",
 )
 REPORT_FIGURES = ("scores_by_agent", "verdicts", "heatmap")
 INCOMPLETE_MARKER = f"{R}/tables/.incomplete"  # sabench.aggregate.INCOMPLETE_MARKER

@@ -25,6 +25,7 @@ from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
 from sabench.errors import UserError
 from sabench.faults import fault_path, read_fault
 from sabench.grid import unpack_runs
+from sabench.index.directed import scan_tree
 from sabench.io import read_json, read_parquet_metadata, write_parquet, write_text
 from sabench.steps import json_object, step
 
@@ -81,6 +82,9 @@ COVERAGE_COLUMNS = [
 #: ``failed``, ``not_run`` or ``stale``) and the one line a user needs.
 INCOMPLETE_COLUMNS = ["agent", "paper", "seed", "judge", "stage", "cause", "message"]
 TREE_COLUMNS = ["agent", "paper", "seed", "judge", "score", "n_leaves", "n_leaves_judged"]
+#: One row per line of a run's submission whose text addresses the judge (sabench.index.directed):
+#: never evidence for any judge, listed so that a reader sees who tried.
+DIRECTED_COLUMNS = ["agent", "paper", "seed", "file", "line", "text"]
 
 #: Every table ``aggregate`` writes, with its columns (``judgments``/``saus`` keep extra columns).
 TABLES: dict[str, list[str]] = {
@@ -96,6 +100,7 @@ TABLES: dict[str, list[str]] = {
     "judge_agreement": scoring.AGREEMENT_COLUMNS,
     "judge_confusion": scoring.CONFUSION_COLUMNS,
     "incomplete_runs": INCOMPLETE_COLUMNS,
+    "judge_directed_text": DIRECTED_COLUMNS,
 }
 _INT_COLUMNS = {
     "n_sections",
@@ -111,6 +116,7 @@ _INT_COLUMNS = {
     "n_saus_error",
     "n_leaves",
     "n_leaves_judged",
+    "line",
     "count",
     "n",
 }
@@ -506,6 +512,7 @@ def aggregate(
     run_rows: list[dict[str, Any]] = []
     judgment_frames: list[pd.DataFrame] = []
     incomplete: list[dict[str, Any]] = []
+    directed: list[tuple[str, str, str, str, int, str]] = []
     for run in grid:
         agent, paper, seed = run
         folder = results_root / "runs" / agent / paper / seed
@@ -519,6 +526,10 @@ def aggregate(
             continue
         row = _run_row(results_root, run)
         run_rows.append(row)
+        directed += [
+            (agent, paper, seed, d.file, d.line, d.text[:300])
+            for d in scan_tree(folder / "submission")
+        ]
         if execute and not (folder / "execution.json").is_file():
             cause, message = _why_missing(folder, "execute", folder / "execution.log")
             incomplete.append(_incomplete(run, None, "execute", cause, message))
@@ -549,6 +560,7 @@ def aggregate(
         "judge_agreement": agreement,
         "judge_confusion": confusion,
         "incomplete_runs": incomplete_t,
+        "judge_directed_text": pd.DataFrame(directed, columns=DIRECTED_COLUMNS),
     }
     tables = {name: _typed(frame, TABLES[name]) for name, frame in tables.items()}
     for name, frame in tables.items():

@@ -23,6 +23,7 @@ FAILURE_MODES = (
     "omission",
     "cited_work_confusion",
     "external_knowledge_gap",
+    "fabricated_result",
 )
 #: Verdicts whose score is fixed; ``partial`` keeps the judge's own score, ``error`` is excluded.
 VERDICT_SCORES = {"aligned": 1.0, "drifted": 0.0, "missing": 0.0, "placeholder": 0.0}

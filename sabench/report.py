@@ -43,6 +43,7 @@ FAILURE_MODE_COLORS = {
     "omission": "#5c6bc0",
     "cited_work_confusion": "#26a69a",
     "external_knowledge_gap": "#ec407a",
+    "fabricated_result": "#d50000",
 }
 DIMENSION_COLORS = {
     "overall": "#37474f",

@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from sabench.index.config_facts import ini_facts, shell_facts, yaml_facts
+from sabench.index.directed import directed_lines
 from sabench.index.model import (
     BINARY_EXT,
     CODE,
@@ -50,6 +51,7 @@ def build_index(root: Path | str) -> CodeIndex:
         sf = SourceFile(rel, kind, lang, lines, bytearray(len(lines)))
         fid = len(index.files)
         index.files.append(sf)
+        index.directed.update((fid, ln) for ln in directed_lines(text, rel))
         n_facts = len(index.facts)
         if lang == "python":
             for v, ln in python_facts(index, sf, text):
@@ -93,4 +95,5 @@ def build_index(root: Path | str) -> CodeIndex:
     index.term_chunks = dict(term_chunks)
     index.key_chunks = dict(key_chunks)
     index.literals = dict(literals)
+    index.mark_unread()
     return index

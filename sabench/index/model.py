@@ -110,7 +110,28 @@ class CodeIndex:
     chunk_sites: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     term_chunks: dict[str, list[str]] = field(default_factory=dict)
     key_chunks: dict[str, list[str]] = field(default_factory=dict)
+    #: lines whose text addresses the judge (:mod:`.directed`): (file id, line), never evidence
+    directed: set[tuple[int, int]] = field(default_factory=set)
     skipped: int = 0
+    #: names the code reads (loaded names and attributes, string keys it subscripts or ``get``s)
+    reads: set[str] = field(default_factory=set)
+    #: literal assignments and bare strings: (file id, first line, last line, names they bind)
+    declarations: list[tuple[int, int, int, tuple[str, ...]]] = field(default_factory=list)
+
+    #: lines of those declarations nothing reads (set by :meth:`mark_unread`): (file id, line)
+    unread: set[tuple[int, int]] = field(default_factory=set)
+
+    def mark_unread(self) -> None:
+        """Collect the lines of literal assignments whose names no code reads, and of bare strings:
+        a value, formula string or step list that nothing uses declares the method, it does not
+        implement it (the static judge reads those lines as comments)."""
+        for fid, start, end, names in self.declarations:
+            if not any(n in self.reads for n in names):
+                self.unread.update((fid, ln) for ln in range(start, end + 1))
+
+    def is_text(self, fid: int, line: int) -> bool:
+        """A comment, a docstring, or a declaration nothing reads: words, not code."""
+        return self.is_comment(fid, line) or (fid, line) in self.unread
 
     def term_sites(self, term: str) -> list[tuple[int, int]]:
         """Lines that contain the normalised ``term`` (``learning`` is in ``lr = 0.1``)."""

@@ -6,7 +6,7 @@ import ast
 import contextlib
 import re
 
-from sabench.index.model import CodeIndex, Fact, Function, SourceFile
+from sabench.index.model import CODE, CodeIndex, Fact, Function, SourceFile
 from sabench.index.terms import leaf_terms
 from sabench.values import parse_number, words
 
@@ -117,6 +117,14 @@ def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> bo
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue
+        if (
+            isinstance(stmt, ast.Return)
+            and len(body) == 1
+            and isinstance(stmt.value, ast.Constant)
+            and (fn.args.args or fn.args.vararg or fn.args.kwonlyargs or fn.args.posonlyargs)
+            and [a.arg for a in fn.args.args] not in (["self"], ["cls"])
+        ):
+            continue  # a function of its inputs that returns a constant ignores them
         if isinstance(stmt, ast.Raise):
             exc = stmt.exc
             if isinstance(exc, ast.Call):
@@ -145,6 +153,41 @@ def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> bo
     return False
 
 
+def _is_literal(node: ast.AST | None, depth: int = 0) -> bool:
+    """A value written out as data (numbers, strings, lists of them): nothing computed."""
+    if node is None or depth > 8:
+        return False
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp):
+        return _is_literal(node.operand, depth + 1)
+    if isinstance(node, ast.BinOp):
+        return _is_literal(node.left, depth + 1) and _is_literal(node.right, depth + 1)
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return all(_is_literal(e, depth + 1) for e in node.elts)
+    return False  # a dict is a registry or a config: its keys name things, kept as code
+
+
+def _bound_names(target: ast.AST) -> list[str]:
+    """Names an assignment binds (``x``, ``self.x`` -> ``x``); [] for subscripts and the like."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Attribute):
+        return [target.attr]
+    if isinstance(target, ast.Tuple | ast.List):
+        out = []
+        for e in target.elts:
+            names = _bound_names(e)
+            if not names:
+                return []
+            out += names
+        return out
+    return []
+
+
+#: Calls whose first string argument reads a key (``cfg.get("lr")``, ``getattr(args, "lr")``).
+_KEY_READERS = words("get getattr pop setdefault getint getfloat getboolean hasattr")
+
 #: Nodes with nothing inside for the index (names, contexts, operators).
 _LEAVES = frozenset(
     {ast.Name, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass, ast.Break, ast.Continue}
@@ -166,6 +209,9 @@ class _PyVisitor:
         self.calls_stack: list[list[tuple[str, int]]] = []
         self.module_calls: list[tuple[str, int]] = []
         self.literals: list[tuple[float, int]] = []
+        #: reads count only in code (a test that reads a constant does not make it used)
+        self.reads: set[str] | None = index.reads if sf.kind == CODE else None
+        self.fid = next(i for i in range(len(index.files) - 1, -1, -1) if index.files[i] is sf)
 
     def fact(
         self,
@@ -210,8 +256,14 @@ class _PyVisitor:
 
     def visit(self, node: ast.AST, ctx: tuple[str, ...]) -> None:
         t = type(node)
+        if t is ast.Name:
+            if self.reads is not None and type(node.ctx) is not ast.Store:  # type: ignore[attr-defined]
+                self.reads.add(node.id)  # type: ignore[attr-defined]
+            return
         if t in _LEAVES:
             return
+        if self.reads is not None:
+            self._reads(node, t)
         if t is ast.Constant:
             v = node.value  # type: ignore[attr-defined]
             if (t2 := type(v)) is int or t2 is float:
@@ -231,6 +283,13 @@ class _PyVisitor:
                 sign = -1.0 if type(node.op) is ast.USub else 1.0  # type: ignore[attr-defined]
                 self.literals.append((sign * float(v), node.lineno))  # type: ignore[attr-defined]
             return
+        if t is ast.Expr and type(node.value) is ast.Constant:  # type: ignore[attr-defined]
+            self._declared(node, ())  # a bare string (or number) statement: text, not code
+        if (t is ast.Assign or t is ast.AnnAssign) and _is_literal(node.value):  # type: ignore[attr-defined]
+            targets = node.targets if t is ast.Assign else [node.target]  # type: ignore[attr-defined]
+            names = [n for tg in targets for n in _bound_names(tg)]
+            if names and all(_bound_names(tg) for tg in targets):
+                self._declared(node, tuple(names))
         if t is ast.Assign:
             for target in node.targets:  # type: ignore[attr-defined]
                 self._assign(target, node.value, node.lineno, ctx)  # type: ignore[attr-defined]
@@ -258,6 +317,26 @@ class _PyVisitor:
                         visit(c, ctx)
             elif isinstance(child, ast.AST):
                 visit(child, ctx)
+
+    def _reads(self, node: ast.AST, t: type) -> None:
+        """Names and keys this node reads: ``obj.lr``, ``cfg["lr"]``, ``cfg.get("lr")``."""
+        assert self.reads is not None
+        if t is ast.Attribute and type(node.ctx) is not ast.Store:  # type: ignore[attr-defined]
+            self.reads.add(node.attr)  # type: ignore[attr-defined]
+        elif t is ast.Subscript:
+            sl = node.slice  # type: ignore[attr-defined]
+            if isinstance(sl, ast.Constant) and isinstance(sl.value, str):
+                self.reads.add(sl.value)
+        elif t is ast.Call and node.args:  # type: ignore[attr-defined]
+            fname = _dotted(node.func).rsplit(".", 1)[-1]  # type: ignore[attr-defined]
+            if fname in _KEY_READERS:
+                for a in node.args[:2]:  # type: ignore[attr-defined]
+                    if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                        self.reads.add(a.value)
+
+    def _declared(self, node: ast.AST, names: tuple[str, ...]) -> None:
+        end = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
+        self.index.declarations.append((self.fid, node.lineno, end, names))  # type: ignore[attr-defined]
 
     def _assign(self, target: ast.AST, value: ast.AST, line: int, ctx: tuple[str, ...]) -> None:
         if isinstance(target, ast.Tuple | ast.List):

@@ -11,6 +11,8 @@ execution captured); every other SAU gets no row from it.
 * expected: the metric within the tolerance -> aligned; outside -> drifted, with both numbers;
   absent -> missing. A run whose execution did not end ``ok`` (failed, timed out, no
   reproduce.sh) reports nothing: its expected results are ``missing``, whatever files it left.
+  A result the submission writes as a literal (:mod:`sabench.judges.fabrication`) -> drifted
+  (fabricated_result), whatever the run reported.
 * Checks run whatever the execution's status: a check imports code, and the code may be right even
   when the run failed later (its reasoning names the status). An empty submission has no code to
   import: its checks are ``missing`` without starting a sandbox.
@@ -45,6 +47,8 @@ from sabench.checks import (
 from sabench.contracts import Evidence, Judgment
 from sabench.errors import UserError
 from sabench.faults import Fault
+from sabench.judges.fabrication import FABRICATED, METRICS_FILES, fabricated_by_sau
+from sabench.judges.fabrication import reasoning as fabricated_reasoning
 from sabench.judges.registry import JudgeInputs
 
 log = logging.getLogger("sabench.judges.exec")
@@ -182,6 +186,8 @@ def judge_exec(
     todo = [s for s in saus if has_exec_part(s)]
     if not todo:
         return []
+    metrics_files = (runtime or {}).get("metrics_files") or METRICS_FILES
+    fabricated = fabricated_by_sau(submission, todo, metrics_files)
     executed_path = Path(executed) if executed is not None else None
     source_note = ""
     if (executed_path is None or not executed_path.is_dir()) and Path(submission).is_dir():
@@ -255,9 +261,13 @@ def judge_exec(
             where = outcome.where
             ev = Evidence(where[0], where[1], where[1]) if where else None
             parts.append(("check", outcome, ev))
+        fab = fabricated.get(str(sau["sau_id"]))
         if _has_expected(sau):
             for outcome, ev in _expected_outcomes(sau["expected"], execution, executed_path):
                 parts.append(("expected", outcome, ev))
+            if fab:  # typed in, not computed: it scores 0 even where it matches the paper
+                site = Evidence(fab[0].file, fab[0].line, fab[0].line)
+                parts.insert(0, ("expected", Outcome("fail", fabricated_reasoning(fab)), site))
         kind, reasoning, evidence = _combine(parts)
         verdict = VERDICT[kind]
         judgments.append(
@@ -266,7 +276,7 @@ def judge_exec(
                 dimension=str(sau["dimension"]),
                 verdict=verdict,
                 score=None,
-                failure_mode=FAILURE_MODE.get(verdict),
+                failure_mode=FABRICATED if fab else FAILURE_MODE.get(verdict),
                 evidence=evidence,
                 reasoning=reasoning,
                 cached=any(label == "check" and o.cached for label, o, _ in parts),

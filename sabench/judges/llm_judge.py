@@ -27,6 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from sabench.contracts import DIMENSION_NAMES, Evidence, Judgment
 from sabench.index import CONFIG, CodeIndex, build_index
+from sabench.index.directed import directed_lines
+from sabench.judges.fabrication import fabricated_by_sau, fabricated_judgment
 from sabench.judges.registry import JudgeInputs
 from sabench.judges.static import (
     GENERIC,
@@ -66,6 +68,8 @@ JUDGE_DEFAULTS: dict[str, Any] = {
 _IDENT_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
 #: A line that defines a function or class (Python, JS/TS, Julia, R-ish, shell functions).
 _DEF_RE = re.compile(r"\s*(?:async\s+)?(?:def|class|function)\s+\w")
+#: What an excerpt shows instead of a line whose text addresses the judge (sabench.index.directed).
+WITHHELD = "[line withheld: text addressed to the judge is not evidence]"
 _RESULT_RE = re.compile(
     r"\b(achiev\w*|report\w*|results?|accuracy|outperform\w*|error rate|rmse|mae|mse|f1|auc|"
     r"bleu|rouge|perplexity|score[sd]?|converg\w*|table \d|figure \d|fig\. \d)\b",
@@ -353,12 +357,19 @@ class Retriever:
                 else:
                     merged.append([a, b])
             for a, b in merged:
-                bundle.excerpts.append(Excerpt(f.path, a, b, f.lines[a - 1 : b]))
-                bundle.shown.setdefault(f.path, set()).update(range(a, b + 1))
+                # text addressed to the judge is withheld: visibly, and never citable
+                lines = [
+                    WITHHELD if (fid, ln) in index.directed else text
+                    for ln, text in enumerate(f.lines[a - 1 : b], start=a)
+                ]
+                bundle.excerpts.append(Excerpt(f.path, a, b, lines))
+                bundle.shown.setdefault(f.path, set()).update(
+                    ln for ln in range(a, b + 1) if (fid, ln) not in index.directed
+                )
         seen: set[tuple[str, int]] = set()
         for fact in facts:
             fid = self.ctx.fid_of.get(fact.file)
-            if fid is None or (fact.file, fact.line) in seen:
+            if fid is None or (fact.file, fact.line) in seen or (fid, fact.line) in index.directed:
                 continue
             if len(seen) >= int(opt["max_settings"]):
                 break
@@ -403,7 +414,7 @@ def execution_context(
         "status": execution.get("status"),
         "exit_code": execution.get("exit_code"),
         "metrics": metrics,
-        "log_tail": [line[:300] for line in lines],
+        "log_tail": [WITHHELD if directed_lines(line) else line[:300] for line in lines],
     }
 
 
@@ -412,8 +423,10 @@ def build_messages(
     bundle: EvidenceBundle,
     overview: list[str],
     execution: dict[str, Any] | None = None,
+    fabricated: list[str] | None = None,
 ) -> list[dict[str, str]]:
-    """The system and user messages for one SAU (``templates/judge_system.j2``, ``judge_<D>.j2``)."""
+    """The system and user messages for one SAU (``templates/judge_system.j2``, ``judge_<D>.j2``);
+    ``fabricated``: its results the code writes as literals (:mod:`sabench.judges.fabrication`)."""
     from sabench.llm.templates import render
 
     dim = str(sau.get("dimension") or "D3")
@@ -430,6 +443,7 @@ def build_messages(
         settings=bundle.settings,
         excerpts=bundle.excerpts,
         execution=execution,
+        fabricated=fabricated or [],
     )
     return [
         {"role": "system", "content": render("judge_system.j2")},
@@ -538,10 +552,14 @@ def judge_llm(
         else execution_context(execution, log_path, int(opts["log_tail_lines"]))
     )
     overview = repo_overview(index, int(opts["max_files"]))
+    fabricated = fabricated_by_sau(submission, saus)
     prompts = []
     for sau in saus:
         bundle = retriever.retrieve(sau)
-        messages = build_messages(sau, bundle, overview, exec_ctx if about_results(sau) else None)
+        facts = [f.describe() for f in fabricated.get(str(sau.get("sau_id") or ""), [])]
+        messages = build_messages(
+            sau, bundle, overview, exec_ctx if about_results(sau) else None, facts
+        )
         prompts.append((sau, bundle, messages))
     client = client or LLMClient(llm)
 
@@ -563,6 +581,8 @@ def judge_llm(
         if result.value is None:
             return _error(sau, str(result.error), **usage)
         judgment = to_judgment(sau, result.value, bundle, index)  # type: ignore[arg-type]
+        if judgment.sau_id in fabricated:  # a typed-in result scores 0, whatever the model says
+            judgment = fabricated_judgment(judgment, fabricated[judgment.sau_id])
         for k, v in usage.items():
             setattr(judgment, k, v)
         return judgment

@@ -78,13 +78,13 @@ JUDGES: dict[str, JudgeKind] = {
         JudgeKind(
             "static",
             "sabench.judges.static",
-            ("judges/static/*.py", *_CODE_READING),
+            ("judges/static/*.py", "judges/fabrication.py", *_CODE_READING),
             "offline rules over the code index, no model",
         ),
         JudgeKind(
             "exec",
             "sabench.judges.exec_judge",
-            ("judges/exec_judge.py", "checks.py", "contracts.py"),
+            ("judges/exec_judge.py", "checks/*.py", "judges/fabrication.py", "contracts.py"),
             "the paper's checks run against the submission in the sandbox",
             runs_code=True,
         ),
@@ -106,6 +106,7 @@ JUDGES: dict[str, JudgeKind] = {
                 "templates/repair.j2",
                 # the retrieval it reuses
                 "judges/static/*.py",
+                "judges/fabrication.py",
                 *_CODE_READING,
             ),
             "a model judges each SAU from retrieved code",

@@ -193,6 +193,7 @@ def summary_context(
     confusion = tables.get("judge_confusion", pd.DataFrame())
     trees = tables.get("tree_scores", pd.DataFrame())
     incomplete = tables.get("incomplete_runs", pd.DataFrame())
+    directed = tables.get("judge_directed_text", pd.DataFrame())
     return {
         "pivot": score_pivot(site),
         "few_note": FEW_PAPERS_NOTE,
@@ -201,6 +202,13 @@ def summary_context(
         "agents": [(a, site.agent_href(a), len(site.runs_of_agent[a])) for a in site.agents],
         "coverage": _table(tables.get("coverage"), COVERAGE_COLUMNS),
         "incomplete": _table(incomplete, INCOMPLETE_COLUMNS) if not incomplete.empty else None,
+        # runs whose submission addresses the judge: (run, its page, flagged lines)
+        "directed": [
+            (f"{a} / {p} / seed {s}", site.run_href((str(a), str(p), str(s))), len(g))
+            for (a, p, s), g in (
+                directed.groupby(["agent", "paper", "seed"], sort=True) if len(directed) else ()
+            )
+        ],
         "disagreements": [
             (p, site.disagreements_href(p), len(disagreements.get(p, []))) for p in site.papers
         ],

@@ -63,6 +63,9 @@ class SubmissionContext:
             self.by_name[fn.name].append(fn)
         self.facts_by_value: dict[float, list[Fact]] = defaultdict(list)
         for fact in index.facts:
+            fid = fid_of.get(fact.file)
+            if fid is not None and (fid, fact.line) in index.unread:
+                continue  # a value nothing reads (see CodeIndex.mark_unread) names nothing
             for v in fact.numbers:
                 self.facts_by_value[rounded_value(v)].append(fact)
         self._credits: dict[int, list[float]] = {}
@@ -141,13 +144,14 @@ class SubmissionContext:
             arr = [0.0] * (n + 2)
             if fid in self.code_fids:
                 comment = self.index.files[fid].comment
+                unread = self.index.unread
                 funcs = self.func_at.get(fid)
                 fns = self.index.functions
                 cc, lc = RULES["comment_credit"], RULES["loose_comment_credit"]
                 for ln in range(1, n + 1):
                     fi = funcs[ln] if funcs is not None else -1
                     stub = fi >= 0 and fns[fi].stub
-                    if comment[ln - 1]:
+                    if comment[ln - 1] or (fid, ln) in unread:  # unread: declared, not used
                         arr[ln] = cc if fi >= 0 and not stub else lc
                     else:
                         arr[ln] = 0.5 if stub else 1.0
@@ -163,6 +167,8 @@ class SubmissionContext:
         docs = False
         hits: list[tuple[int, int, float]] = []
         code = self.code_fids
+        if self.index.directed:  # text addressed to the judge is never evidence
+            sites = [s for s in sites if s not in self.index.directed]
         for fid, ln in sites:
             if fid in code:
                 c = self.credits(fid)[ln]

@@ -88,7 +88,7 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
         None
     )
     for (fid, ln), k in hits.items():
-        if k < need or judge.index.files[fid].kind != CODE or judge.index.is_comment(fid, ln):
+        if k < need or judge.index.files[fid].kind != CODE or judge.index.is_text(fid, ln):
             continue
         stmt = _statement(judge, fid, ln)
         toks = formula_tokens(stmt)
@@ -126,7 +126,8 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
 
 
 def _raw_sites(judge: ClaimJudge, raw: str) -> list[tuple[int, int]]:
-    return judge.index.chunk_sites.get(raw, [])
+    """Where a raw chunk occurs, without lines addressed to the judge (never evidence)."""
+    return [s for s in judge.index.chunk_sites.get(raw, []) if s not in judge.index.directed]
 
 
 def _statement(judge: ClaimJudge, fid: int, ln: int) -> str:
@@ -139,8 +140,15 @@ def _statement(judge: ClaimJudge, fid: int, ln: int) -> str:
         text += " " + nxt.strip()
         depth += nxt.count("(") + nxt.count("[") - nxt.count(")") - nxt.count("]")
         j += 1
-    return text.split("#", 1)[0]
+    return code_text(text)
 
+
+def code_text(line: str) -> str:
+    """A line without its string literals and comment: a formula or step name in a string is text."""
+    return _STRING_RE.sub('""', line).split("#", 1)[0]
+
+
+_STRING_RE = re.compile(r"""[rbfuRBFU]{0,2}("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
 
 _FTOK_RE = re.compile(
     r"\*\*|//|==|!=|<=|>=|[A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*|\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+"

@@ -113,6 +113,8 @@ def judge_numbers(
                 s
                 for s in judge.index.literals.get(rounded_value(cand), ())
                 if s[0] in judge.ctx.code_fids
+                and not judge.index.is_text(*s)
+                and s not in judge.index.directed
             ]
         if sites:
             near = [s for s in sites if s in win_lines]

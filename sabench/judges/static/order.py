@@ -8,7 +8,9 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
 from sabench.index import Function, chunk_info, squash
+from sabench.index.terms import CHUNK_RE
 from sabench.judges.static.claims import Claim, Step, entity_keys
+from sabench.judges.static.formulas import code_text
 from sabench.judges.static.outcome import Outcome
 from sabench.judges.static.params import RULES
 
@@ -91,7 +93,11 @@ def _step_share(steps: list[Step]) -> float:
 def _step_sites(judge: ClaimJudge, st: Step) -> set[tuple[int, int]]:
     sites: set[tuple[int, int]] = set()
     for k in st.keys:
-        sites.update(s for s in judge.ctx.key(k).sites if s[0] in judge.ctx.code_fids)
+        sites.update(
+            s
+            for s in judge.ctx.key(k).sites
+            if s[0] in judge.ctx.code_fids and _in_code(judge, s, entity_keys(k))
+        )
     if sites or not st.terms:
         return sites
     total = sum(st.terms.values()) or 1.0
@@ -101,9 +107,17 @@ def _step_sites(judge: ClaimJudge, st: Step) -> set[tuple[int, int]]:
         if len(p.sites) > 400:
             continue
         for s in p.sites:
-            if s[0] in judge.ctx.code_fids and not judge.index.is_comment(*s):
+            if s[0] in judge.ctx.code_fids and not judge.index.is_text(*s):
                 acc[s] += w
-    return {s for s, v in acc.items() if v / total >= 0.5 or (v >= 2 and v / total >= 0.34)}
+    found = {s for s, v in acc.items() if v / total >= 0.5 or (v >= 2 and v / total >= 0.34)}
+    if st.keys:  # a named step's words in a string ("generate" in a list of names) are no call
+        found = {s for s in found if _code_terms(judge, s) & set(st.terms)}
+    return found
+
+
+def _code_terms(judge: ClaimJudge, site: tuple[int, int]) -> set[str]:
+    text = code_text(judge.index.files[site[0]].lines[site[1] - 1])
+    return {t for c in CHUNK_RE.findall(text) for t in chunk_info(c)[0]}
 
 
 def _scopes(judge: ClaimJudge, step_sites: list[set[tuple[int, int]]]) -> list[Function]:
@@ -155,7 +169,7 @@ def _linearize(
     out: list[tuple[str, int, int, str, bool]] = []
     direct = depth == 0
     for ln in range(max(fn.body_start, fn.start + 1), fn.end + 1):
-        if judge.index.is_comment(fid, ln):
+        if judge.index.is_text(fid, ln):
             continue
         out.append(("line", fid, ln, "", direct))
         for callee in calls.get(ln, ()):
@@ -198,6 +212,17 @@ def _first(
         i, _, fid, ln, direct = first_line
         return (i, False, fid, ln, direct)
     return first_line
+
+
+def _in_code(judge: ClaimJudge, site: tuple[int, int], keys: list[str]) -> bool:
+    """The step's name is on the line as code: not in a comment, a string or an unread list."""
+    fid, ln = site
+    if judge.index.is_text(fid, ln):
+        return False
+    text = code_text(judge.index.files[fid].lines[ln - 1])
+    return any(
+        k in chunk_info(c)[1] or squash(c) == k for c in CHUNK_RE.findall(text) for k in keys
+    )
 
 
 def _is_call_line(judge: ClaimJudge, fid: int, ln: int, keys: list[str]) -> bool:

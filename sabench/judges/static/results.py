@@ -1,10 +1,12 @@
-"""Claims with expected results, judged from the execution record's metrics."""
+"""Claims with expected results, judged from the execution record's metrics; a result the code
+writes as a literal (:mod:`sabench.judges.fabrication`) is ``fabricated_result`` and scores 0."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from sabench.index import squash
+from sabench.judges.fabrication import FABRICATED, literal_writes, matching, reasoning
 from sabench.judges.static.claims import Claim
 from sabench.judges.static.outcome import Outcome
 
@@ -15,7 +17,15 @@ if TYPE_CHECKING:
 def judge_results(
     judge: ClaimJudge, claim: Claim, ev: list[tuple[int, int, int]]
 ) -> Outcome | None:
-    ex = judge.execution or {}
+    writes = literal_writes(judge.index.root)
+    fabricated = [f for exp in claim.expected for f in matching(writes, str(exp["metric"]))]
+    if fabricated:  # the number was typed in, not computed: whatever it is, it scores 0
+        fids = [(judge.index.file_id(f.file), f.line) for f in fabricated]
+        sites = [judge.loc(fid, line) for fid, line in fids if fid is not None]
+        return Outcome("drifted", 0.0, FABRICATED, reasoning(fabricated), sites or ev)
+    if judge.execution is None:  # not executed: the other rules judge the claim
+        return None
+    ex = judge.execution
     metrics = _flatten(ex.get("metrics") or {})
     status = ex.get("status")
     lookup = {squash(k): v for k, v in metrics.items()}

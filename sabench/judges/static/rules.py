@@ -78,7 +78,7 @@ class ClaimJudge:
         self.cov = cov
         ev = [self.loc(w.fid, w.start, w.end) for w in wins[:2]]
 
-        if claim.expected and self.execution is not None:
+        if claim.expected:
             out = judge_results(self, claim, ev)
             if out is not None:
                 return out

@@ -1,0 +1,33 @@
+"""How one check or one expected result came out: the outcome kinds and :class:`Outcome`."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+OUTCOMES = ("pass", "fail", "placeholder", "missing", "error")
+
+
+@dataclass
+class Outcome:
+    """How one check or one expected result came out."""
+
+    kind: str
+    detail: str
+    tail: str = ""
+    where: tuple[str, int] | None = None
+    exit_code: int | None = None
+    status: str | None = None
+    wall_s: float = 0.0
+    cached: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in OUTCOMES:
+            raise ValueError(f"unknown outcome {self.kind!r}")
+        if self.where is not None:
+            self.where = (str(self.where[0]), int(self.where[1]))
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("cached")
+        return data

@@ -1,0 +1,466 @@
+
+import builtins, ctypes, errno, importlib.machinery, importlib.util, socket, subprocess
+import threading, traceback, types, urllib.error
+
+CHECK, SUBMISSION = sys.argv[1], sys.argv[2]
+NONCE_FILE = os.path.join(SUBMISSION, ".sabench-check-nonce")
+try:
+    with open(NONCE_FILE, encoding="ascii") as fh:
+        NONCE = fh.read().strip()
+    os.remove(NONCE_FILE)
+except OSError:
+    NONCE = ""
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+except Exception:
+    pass
+RUNNER_FILE = os.path.abspath(__file__)
+CHILD_SOURCE = "@CHILD@"
+CHILD_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "MPLBACKEND", "PYTHONPATH",
+             "PYTHONDONTWRITEBYTECODE", "SABENCH_SAU_ID")
+PREFIX = b"[code under test] "
+NET_ERRNOS = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.ENETDOWN,
+              errno.EADDRNOTAVAIL}
+STATE = {"proc": None, "gone": None, "relay": None, "callback_exc": None}
+CALLBACKS = []
+RNGS = {}  # id -> (slot, a numpy Generator of the check), kept in step with the child's copy
+
+
+def report(kind, detail="", where=None, code=1):
+    stop_child()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    line = json.dumps({"kind": kind, "detail": str(detail)[:2000], "where": where})
+    os.write(2, ("\n[sabench-check %s] %s\n" % (NONCE, line)).encode("utf-8", "replace"))
+    os._exit(code)
+
+
+# --- the child and the calls that cross to it ---------------------------------------------------
+
+
+class ChildGone(BaseException):
+    """The code under test ended its own process: nothing it said can count."""
+
+
+def relay(fd):
+    buf = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            os.write(1, PREFIX + line + b"\n")
+    if buf:
+        os.write(1, PREFIX + buf + b"\n")
+
+
+def start_child():
+    to_child, from_parent = os.pipe()
+    to_parent, from_child = os.pipe()
+    log_r, log_w = os.pipe()
+    env = {k: os.environ[k] for k in CHILD_ENV if k in os.environ}
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-B", "-u", "-c", CHILD_SOURCE, str(to_child), str(from_child),
+         SUBMISSION], stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w,
+        pass_fds=(to_child, from_child), cwd=SUBMISSION, env=env, close_fds=True)
+    for fd in (to_child, from_child, log_w):
+        os.close(fd)
+    thread = threading.Thread(target=relay, args=(log_r,), daemon=True)
+    thread.start()
+    STATE.update(proc=proc, w=from_parent, r=to_parent, relay=thread)
+
+
+def stop_child():
+    proc = STATE["proc"]
+    if proc is None:
+        return
+    for fd in ("w", "r"):
+        try:
+            os.close(STATE[fd])
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=1)
+    except Exception:
+        proc.kill()
+    STATE["relay"].join(timeout=2)
+    STATE["proc"] = None
+
+
+def gone(what):
+    proc = STATE["proc"]
+    try:
+        status = proc.wait(timeout=5)
+    except Exception:
+        status = None
+    STATE["gone"] = ("the code under test ended its process (exit status %s) during %s, before "
+                     "the check finished" % (status, what))
+    raise ChildGone(STATE["gone"])
+
+
+def to_wire(x):
+    def other(obj):
+        if isinstance(obj, Remote):
+            return {"__ref__": object.__getattribute__(obj, "_ref")}
+        if isinstance(obj, ProxyModule):
+            return {"__ref__": obj.__dict__["_sabench_ref"]}
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(obj, np.random.Generator):
+            slot = RNGS.setdefault(id(obj), (len(RNGS), obj))[0]
+            return {"__rng__": slot, "state": encode(obj.bit_generator.state, other)}
+        if callable(obj):
+            CALLBACKS.append(obj)
+            return {"__cb__": len(CALLBACKS) - 1}
+        raise TypeError("cannot pass a %s to the code under test: only data (numbers, strings, "
+                        "numpy arrays, lists, tuples, dicts), its own objects and functions cross"
+                        % type(obj).__name__)
+    return encode(x, other)
+
+
+def from_wire(x):
+    def resolve(d):
+        if "__ref__" in d:
+            return Remote(int(d["__ref__"]), str(d.get("type")), bool(d.get("callable")))
+        raise TypeError("the code under test sent something that is not data")
+    return decode(x, resolve)
+
+
+def rpc(msg, what):
+    if STATE["gone"]:
+        raise ChildGone(STATE["gone"])
+    if STATE["proc"] is None:
+        start_child()
+    try:
+        send(STATE["w"], msg)
+    except OSError:
+        gone(what)
+    while True:
+        m = recv(STATE["r"])
+        if m is None:
+            gone(what)
+        sync_rngs(m.get("rng") or (m.get("reply") or {}).get("rng") or [])
+        if "reply" in m:
+            reply = m["reply"]
+            if "ok" in reply:
+                return from_wire(reply["ok"])
+            pending, STATE["callback_exc"] = STATE["callback_exc"], None
+            if pending is not None:
+                raise pending
+            raise rebuild(reply["err"])
+        serve_callback(m)
+
+
+def sync_rngs(states):
+    """Advance the check's Generators as the child's copies advanced."""
+    by_slot = {slot: rng for slot, rng in RNGS.values()}
+    for slot, state in states:
+        by_slot[int(slot)].bit_generator.state = from_wire(state)
+
+
+def serve_callback(m):
+    try:
+        fn = CALLBACKS[int(m["id"])]
+        reply = {"ok": to_wire(fn(*from_wire(m["args"]), **from_wire(m["kwargs"])))}
+    except BaseException as exc:
+        STATE["callback_exc"] = exc
+        reply = {"err": []}
+    send(STATE["w"], {"reply": reply})
+
+
+def rebuild(chain):
+    """The child's exception as one of the same builtin kind, carrying the child's stack."""
+    first = prev = None
+    for d in chain or [{"type": "Exception", "base": "Exception", "message": "?"}]:
+        exc = rebuild_one(d)
+        if prev is None:
+            first = exc
+        else:
+            prev.__cause__ = exc
+        prev = exc
+    return first
+
+
+def rebuild_one(d):
+    name, module = str(d.get("type")), str(d.get("module"))
+    message = str(d.get("message", ""))
+    base = getattr(builtins, str(d.get("base")), None)
+    if (module, name) == ("socket", "gaierror"):
+        base = socket.gaierror
+    if not (isinstance(base, type) and issubclass(base, BaseException)):
+        base = Exception
+    try:
+        cls = base if base.__name__ == name else type(name, (base,), {"__module__": module})
+        if issubclass(base, ImportError):
+            exc = cls(message, name=d.get("name"), path=d.get("path"))
+        elif issubclass(base, OSError) and isinstance(d.get("errno"), int):
+            more = [d["filename"]] if d.get("filename") else []
+            exc = cls(d["errno"], os.strerror(d["errno"]), *more)
+        elif issubclass(base, SystemExit):
+            exc = cls(d.get("code"))
+        else:
+            exc = cls(message)
+    except Exception:
+        exc = type(name, (Exception,), {"__module__": module})(message)
+    # the child names its frames: one naming the check or the runner must not pass for theirs
+    exc._sabench_remote = [
+        ("<code under test>" if str(f) in (CHECK, RUNNER_FILE) else str(f), int(n))
+        for f, n in d.get("stack") or []
+    ]
+    return exc
+
+
+class Remote:
+    """An object of the code under test: it stays in the child; what it gives back is data."""
+
+    __slots__ = ("_ref", "_type", "_callable")
+
+    def __init__(self, ref, kind, is_callable):
+        object.__setattr__(self, "_ref", ref)
+        object.__setattr__(self, "_type", kind)
+        object.__setattr__(self, "_callable", is_callable)
+
+    def _ask(self, op, **fields):
+        return rpc({"op": op, "ref": object.__getattribute__(self, "_ref"), **fields},
+                   "a call to %r" % self)
+
+    def _special(self, name, *args):
+        return self._ask("special", name=name, args=to_wire(list(args)))
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._ask("getattr", name=name)
+
+    def __setattr__(self, name, value):
+        self._ask("setattr", name=name, value=to_wire(value))
+
+    def __call__(self, *args, **kwargs):
+        return self._ask("call", args=to_wire(list(args)), kwargs=to_wire(kwargs))
+
+    def __repr__(self):
+        return "<%s of the code under test>" % object.__getattribute__(self, "_type")
+
+    def __len__(self):
+        return self._special("len")
+
+    def __iter__(self):
+        return iter(self._special("iter"))
+
+    def __getitem__(self, key):
+        return self._special("getitem", key)
+
+    def __contains__(self, key):
+        return self._special("contains", key)
+
+    def __float__(self):
+        return self._special("float")
+
+    def __int__(self):
+        return self._special("int")
+
+    def __bool__(self):
+        return self._special("bool")
+
+    def __str__(self):
+        return self._special("str")
+
+    @property
+    def __signature__(self):
+        import inspect
+
+        return inspect.Signature([
+            inspect.Parameter(name, inspect._ParameterKind(kind),
+                              default=default if has else inspect.Parameter.empty)
+            for name, kind, has, default in self._special("signature")])
+
+
+class ProxyModule(types.ModuleType):
+    """A module of the submission as the check sees it: each attribute is fetched from the child."""
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__") or name.startswith("_sabench"):
+            raise AttributeError(name)
+        return rpc({"op": "getattr", "ref": self.__dict__["_sabench_ref"], "name": name},
+                   "a look-up of %s.%s" % (self.__name__, name))
+
+    def __setattr__(self, name, value):
+        if name.startswith("__") and name.endswith("__") or name.startswith("_sabench"):
+            return types.ModuleType.__setattr__(self, name, value)
+        rpc({"op": "setattr", "ref": self.__dict__["_sabench_ref"], "name": name,
+             "value": to_wire(value)}, "setting %s.%s" % (self.__name__, name))
+
+
+class SubmissionLoader:
+    @staticmethod
+    def create_module(spec):
+        return ProxyModule(spec.name)
+
+    @staticmethod
+    def exec_module(module):
+        ref = rpc({"op": "import", "name": module.__name__}, "the import of " + module.__name__)
+        module.__dict__["_sabench_ref"] = object.__getattribute__(ref, "_ref")
+
+
+def under_submission(path):
+    return isinstance(path, str) and (path == SUBMISSION or path.startswith(SUBMISSION + "/"))
+
+
+class SubmissionFinder:
+    """A name the sandbox's own Python provides imports that; a submission module a proxy."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        finder = importlib.machinery.PathFinder
+        if "." not in name:
+            own = finder.find_spec(name, [p for p in sys.path if not under_submission(p)])
+            if own is not None and own.origin not in (None, "namespace"):
+                return own
+            spec = finder.find_spec(name, [SUBMISSION])
+        else:
+            parent = sys.modules.get(name.rpartition(".")[0])
+            if not isinstance(parent, ProxyModule):
+                return None
+            spec = finder.find_spec(name, list(parent.__dict__.get("__path__") or []))
+        if spec is None:
+            return None
+        places = [spec.origin, *(spec.submodule_search_locations or [])]
+        if not any(under_submission(p) for p in places):
+            return None
+        out = importlib.util.spec_from_loader(
+            name, SubmissionLoader, origin=spec.origin,
+            is_package=spec.submodule_search_locations is not None)
+        if spec.submodule_search_locations is not None:
+            out.submodule_search_locations = list(spec.submodule_search_locations)
+        out.has_location = spec.has_location
+        return out
+
+
+# --- how the check ended --------------------------------------------------------------------
+
+
+def frames(tb):
+    return [(f.filename, f.lineno) for f in traceback.extract_tb(tb)]
+
+
+def full_stack(exc):
+    """The check's frames, then (for what the child raised) the child's."""
+    remote = getattr(exc, "_sabench_remote", None)
+    if remote is None:
+        return frames(exc.__traceback__)
+    return [f for f in frames(exc.__traceback__) if f[0] != RUNNER_FILE] + remote
+
+
+def in_submission(filename):
+    return filename.startswith(SUBMISSION + "/")
+
+
+def where(stack):
+    for filename, line in reversed(stack):
+        if in_submission(filename):
+            return [os.path.relpath(filename, SUBMISSION), line]
+    return None
+
+
+def chain(exc):
+    seen = []
+    while exc is not None and exc not in seen and len(seen) < 8:
+        seen.append(exc)
+        exc = getattr(exc, "reason", None) if isinstance(exc, urllib.error.URLError) else (
+            exc.__cause__ or exc.__context__)
+    return seen
+
+
+def is_network(exc):
+    return any(isinstance(e, socket.gaierror) or (isinstance(e, OSError) and e.errno in NET_ERRNOS)
+               for e in chain(exc) if isinstance(e, BaseException))
+
+
+def outside(exc):
+    """A read-only file system, or an absolute path outside the working folder and /tmp."""
+    for e in chain(exc):
+        if not isinstance(e, OSError):
+            continue
+        if e.errno == errno.EROFS:
+            return True
+        name = e.filename if isinstance(e.filename, str) else ""
+        if e.errno in (errno.EACCES, errno.EPERM, errno.ENOENT) and name.startswith("/") and not (
+                name == SUBMISSION or name.startswith((SUBMISSION + "/", "/tmp/"))):
+            return True
+    return False
+
+
+def submission_has(module):
+    top = module.split(".")[0]
+    return bool(top) and (os.path.isdir(os.path.join(SUBMISSION, top))
+                          or os.path.isfile(os.path.join(SUBMISSION, top + ".py")))
+
+
+def classify(exc, stack):
+    last = stack[-1][0] if stack else ""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    if isinstance(exc, NotImplementedError):
+        return "placeholder", "the code under test is a stub: " + text
+    if isinstance(exc, ModuleNotFoundError):
+        name = exc.name or ""
+        if submission_has(name) or last == CHECK:
+            return "missing", "the submission has no module %r (%s)" % (name, text)
+        return "error", "the code under test imports %r, which the sandbox env lacks" % name
+    if isinstance(exc, ImportError):
+        if exc.path and in_submission(str(exc.path)):
+            return "missing", "the submission lacks what the check imports: " + text
+        return "error", "an import outside the submission failed: " + text
+    if isinstance(exc, NameError) and last == CHECK:
+        return "error", "a bug in the check: " + text
+    if is_network(exc):
+        return "error", "tried the network, which checks do not have: " + text
+    if outside(exc):
+        return "error", "reached outside its working folder (read-only or absent): " + text
+    if isinstance(exc, MemoryError):
+        return "error", "ran out of memory: " + text
+    return "fail", text
+
+
+try:
+    with open(CHECK, encoding="utf-8") as fh:
+        code = compile(fh.read(), CHECK, "exec")
+except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
+    report("error", "the check does not parse: %s" % exc)
+sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder), SubmissionFinder)
+sys.path.insert(0, SUBMISSION)
+sys.argv = [CHECK]
+module = types.ModuleType("__main__")
+module.__file__ = CHECK
+sys.modules["__main__"] = module
+try:
+    exec(code, module.__dict__)
+except SystemExit as exc:
+    status = exc.code
+    stack = full_stack(exc)
+    own = bool(stack) and stack[-1][0] == CHECK
+    if status is None or status == 0:
+        if own:
+            report("pass", code=0)
+        report("error", "the code under test exited with status 0 before the check finished",
+               where(stack))
+    if not isinstance(status, int):
+        print(status, file=sys.stderr)
+    who = "the check" if own else "the code under test"
+    report("fail", "%s exited with status %r" % (who, status), where(stack))
+except ChildGone as exc:
+    report("error", str(exc), where(full_stack(exc)))
+except BaseException as exc:
+    stack = full_stack(exc)
+    traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
+    kind, detail = classify(exc, stack)
+    report(kind, detail, where(stack))
+if STATE["gone"]:
+    report("error", STATE["gone"])
+report("pass", code=0)
