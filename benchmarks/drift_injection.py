@@ -1,23 +1,38 @@
 """Drift injection on the demo papers and on SA-Bench's runs: does a judge see a known drift?
 
     .venv/bin/python benchmarks/drift_injection.py --data ../shared/sabench
+    .venv/bin/python benchmarks/drift_injection.py --judge llm:openai/gpt-4o-mini --max-usd 5
 
 Mutants (sabench.drift: one known drift each, tied to the SAU it breaks) are made from
 - the demo papers' reference submissions (resources/submissions/reference, every SAU), and
 - SA-Bench's 240 runs, for the SAUs SA-Bench's own judge scored at least 0.75 (a drift can only be
   injected into what was implemented), its cited lines guiding the search for prose claims,
-and every mutant is re-judged by the static judge. Prints, per source and drift type, the recall (the
-broken SAU's score drops), the recall where the original was credited, the false-alarm rate (other
-SAUs of the run whose score changes) and the mean drop; writes every mutant to --out (Parquet).
+and every mutant is re-judged by each ``--judge`` (any registered judge that reads code: static,
+exec, llm:<model>; ``--settings`` by judge name). Prints, per source, judge and drift type, the
+recall (the broken SAU's score drops), the recall where the original was credited, the false-alarm
+rate (other SAUs of the run whose score changes) and the mean drop; writes every mutant to --out
+(Parquet). Ends with one line per judge and source:
+``drift: judge=<name> source=<demo|sabench> mutants=N value=R operator=R removal=R swap=R stub=R
+false_alarm=F`` (``nan`` where no mutant of that type).
+
+An LLM judge judges every SAU of a run on the original and on each mutant, so before any request
+the script prints ``cost: judge=<name> calls=N est_usd=X`` (calls = (mutants + 1) x SAUs per run x
+``samples``; prompt tokens counted on the original's prompts as the judge builds them; the price
+from the settings' ``prices`` or litellm's map; an upper bound, as unchanged prompts come from the
+cache) and refuses to start above ``--max-usd``, which also caps the spending as the grid's LLM
+budget does (``SABENCH_LLM_BUDGET_USD``).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -27,29 +42,38 @@ sys.path.insert(0, str(REPO))
 
 from sabench.drift import drift_frame, drift_summary, judge_mutants, make_mutants  # noqa: E402
 from sabench.judges.reference import read_verdicts  # noqa: E402
+from sabench.judges.registry import available_judges, judge_kind  # noqa: E402
+from sabench.llm.budget import BUDGET_ENV, LEDGER_ENV  # noqa: E402
 from sabench.saus import import_paper_saus, import_sabench  # noqa: E402
+from sabench.steps import json_object  # noqa: E402
 
-JUDGES = (("static", {}),)
+#: The drift types of the summary line, in its order.
+SUMMARY_TYPES = ("value", "operator", "removal", "swap", "stub")
+#: Completion tokens assumed per LLM judge call (a JudgeReply: three sentences, a few references).
+REPLY_TOKENS = 200
+
+Case = tuple[Path, list[dict[str, Any]], list[Any], dict[str, Any]]
 
 
-def demo_unit() -> list[dict[str, Any]]:
+class UnitError(Exception):
+    """A judge's fault or a user error of a worker (the spending cap reached, a judge's settings),
+    as one message that crosses the process boundary (Fault and UserError do not unpickle)."""
+
+
+def demo_cases(papers: list[str] | None) -> Iterator[Case]:
     """Every SAU of the demo papers (small: no cap)."""
-    rows: list[dict[str, Any]] = []
     for paper_dir in sorted((REPO / "resources" / "papers").iterdir()):
         sub = REPO / "resources" / "submissions" / "reference" / paper_dir.name
-        if not sub.is_dir():
+        if not sub.is_dir() or (papers and paper_dir.name not in papers):
             continue
         saus = import_paper_saus(paper_dir)
-        mutants = make_mutants(sub, saus)
         info = {"agent": "demo-reference", "paper": paper_dir.name, "seed": "0"}
-        rows += judge_mutants(sub, saus, mutants, JUDGES, info)
-    return rows
+        yield sub, saus, make_mutants(sub, saus), info
 
 
-def sabench_unit(
+def sabench_cases(
     data: Path, config: str, papers: list[str], max_per_run: int | None, min_score: float
-) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+) -> Iterator[Case]:
     with tempfile.TemporaryDirectory(prefix="sabench-drift-") as tmp:
         with tarfile.open(data / "runs" / f"{config}.tar.gz") as tar:
             tar.extractall(tmp, filter="data")
@@ -69,22 +93,126 @@ def sabench_unit(
             mutants = make_mutants(
                 sub, saus, eligible=eligible, cited=cited, max_per_type=max_per_run
             )
-            info = {"agent": config, "paper": paper, "seed": "0"}
-            rows += judge_mutants(sub, saus, mutants, JUDGES, info)
-    return rows
+            yield sub, saus, mutants, {"agent": config, "paper": paper, "seed": "0"}
+
+
+def encoder() -> Any:
+    """tiktoken's o200k_base from litellm's bundled copy (no download), as judge_context.py."""
+    from sabench.llm.litellm_setup import get_litellm
+
+    get_litellm()  # sets TIKTOKEN_CACHE_DIR to the bundled encodings
+    import tiktoken
+
+    return tiktoken.get_encoding("o200k_base")
+
+
+def prompt_tokens(sub: Path, saus: list[dict[str, Any]], settings: dict[str, Any]) -> list[int]:
+    """Tokens of each SAU's prompt as the llm judge builds it for this submission (no execution
+    record, as drift mutants are judged); empty when the judge would send nothing."""
+    from sabench.index import build_index
+    from sabench.judges.fabrication import fabricated_by_sau
+    from sabench.judges.llm_judge import JUDGE_DEFAULTS, Retriever, build_messages, repo_overview
+
+    opts = {k: settings.get(k, v) for k, v in JUDGE_DEFAULTS.items()}
+    index = build_index(sub)
+    retriever = Retriever(index, saus, None, **opts)
+    if not retriever.ctx.has_code:
+        return []
+    overview = repo_overview(index, int(opts["max_files"]))
+    fabricated = fabricated_by_sau(sub, saus)
+    enc = encoder()
+    out = []
+    for sau in saus:
+        facts = [f.describe() for f in fabricated.get(str(sau.get("sau_id") or ""), [])]
+        messages = build_messages(sau, retriever.retrieve(sau), overview, None, facts)
+        out.append(sum(len(enc.encode(m["content"])) for m in messages))
+    return out
+
+
+def run_unit(
+    source: str, params: tuple[Any, ...], judges: list[tuple[str, dict[str, Any]]], estimate: bool
+) -> list[Any]:
+    """Judge the unit's mutants (rows), or with ``estimate`` count what its LLM judges would send:
+    (judge, calls, prompt tokens) per case."""
+    from sabench.errors import UserError
+    from sabench.faults import Fault
+
+    cases = demo_cases(*params) if source == "demo" else sabench_cases(*params)
+    out: list[Any] = []
+    for sub, saus, mutants, info in cases:
+        if not estimate:
+            try:
+                out += judge_mutants(sub, saus, mutants, judges, info)
+            except (Fault, UserError) as exc:
+                raise UnitError(f"{info['agent']}/{info['paper']}: {exc}") from None
+            continue
+        if not mutants:
+            continue  # nothing is judged
+        for name, settings in judges:
+            if judge_kind(name).model:  # type: ignore[union-attr]
+                tokens = prompt_tokens(sub, saus, settings)
+                # the original and each mutant, each SAU asked ``samples`` times
+                n = (len(mutants) + 1) * max(1, int(settings.get("samples", 1)))
+                out.append((name, n * len(tokens), n * sum(tokens)))
+    return out
+
+
+def estimate_usd(name: str, settings: dict[str, Any], calls: int, tokens: int) -> float:
+    """Dollars for ``calls`` requests of ``tokens`` prompt tokens in all; NaN when unpriced."""
+    from sabench.llm import LLMSettings
+    from sabench.llm.pricing import call_cost
+
+    endpoint = {k: v for k, v in settings.items() if k in LLMSettings.__dataclass_fields__}
+    llm = LLMSettings.from_dict(endpoint, model=name.split(":", 1)[1])
+    cost, known = call_cost(llm.model, tokens, calls * REPLY_TOKENS, llm.prices)
+    return cost if known else math.nan
+
+
+def summary_line(name: str, source: str, table: Any) -> str:
+    """The last lines' format: recall per drift type and the false-alarm rate, of one judge."""
+    g = table[table["judge"] == name]
+
+    def fmt(x: float) -> str:
+        return "nan" if math.isnan(x) else f"{x:.3f}"
+
+    recall = {t: g[g["drift_type"] == t]["dropped"] for t in SUMMARY_TYPES}
+    n_other = int(g["n_other"].sum())
+    false_alarm = g["n_other_changed"].sum() / n_other if n_other else math.nan
+    per_type = " ".join(
+        f"{t}={fmt(float(r.mean()) if len(r) else math.nan)}" for t, r in recall.items()
+    )
+    return (
+        f"drift: judge={name} source={source} mutants={len(g)} {per_type} "
+        f"false_alarm={fmt(float(false_alarm))}"
+    )
 
 
 def _print(title: str, table: Any) -> None:
     summary = drift_summary(table)
-    print(f"\n{title}: {len(table)} mutants in {table['paper'].nunique()} papers")
+    print(f"\n{title}: {len(table)} mutant judgments in {table['paper'].nunique()} papers")
     print(
-        f"{'drift type':<11} {'n':>5} {'recall':>7} {'credited':>9} {'false alarms':>13} {'drop':>6}"
+        f"{'judge':<14} {'drift type':<11} {'n':>5} {'recall':>7} {'credited':>9} "
+        f"{'false alarms':>13} {'drop':>6}"
     )
     for r in summary.itertuples():
         print(
-            f"{r.drift_type:<11} {r.n_mutants:5d} {r.recall:7.3f} {r.recall_if_credited:9.3f} "
-            f"{r.false_alarm_rate:13.3f} {r.mean_drop:6.3f}"
+            f"{r.judge:<14} {r.drift_type:<11} {r.n_mutants:5d} {r.recall:7.3f} "
+            f"{r.recall_if_credited:9.3f} {r.false_alarm_rate:13.3f} {r.mean_drop:6.3f}"
         )
+
+
+def parse_judges(values: list[str], settings: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
+    judges = []
+    for name in dict.fromkeys(names or ["static"]):
+        kind = judge_kind(name)
+        if kind is None or not kind.reads_code:
+            raise ValueError(
+                f"--judge {name!r}: not a judge that reads code (one of {available_judges()}; "
+                "not reference)"
+            )
+        judges.append((name, dict(settings.get(name) or {})))
+    return judges
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +220,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, help="SA-Bench's data folder (../shared/sabench)")
     ap.add_argument("--no-demo", action="store_true", help="skip the demo papers")
     ap.add_argument("--configs", nargs="*", help="only these SA-Bench configurations")
-    ap.add_argument("--papers", nargs="*", help="only these SA-Bench papers")
+    ap.add_argument("--papers", nargs="*", help="only these papers (demo and SA-Bench)")
+    ap.add_argument(
+        "--judge",
+        action="append",
+        default=[],
+        help="a judge (repeatable or comma-separated: static, exec, llm:<model>; default static)",
+    )
+    ap.add_argument(
+        "--settings", type=json_object, default={}, help="judge settings by judge name (JSON)"
+    )
+    ap.add_argument(
+        "--max-usd", type=float, help="refuse to start above this estimated LLM cost; cap spending"
+    )
     ap.add_argument(
         "--max-per-run", type=int, default=4, help="SA-Bench: mutants per run and drift type"
     )
@@ -100,49 +240,87 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=REPO / "results" / "drift_injection.parquet")
     args = ap.parse_args(argv)
+    try:
+        judges = parse_judges(args.judge, args.settings)
+    except ValueError as exc:
+        ap.error(str(exc))
+    units: list[tuple[str, tuple[Any, ...]]] = []
+    if not args.no_demo:
+        units.append(("demo", (args.papers,)))
+    if args.data:
+        if not (args.data / "runs").is_dir():
+            print(f"{args.data}/runs is absent: point --data at SA-Bench's data", file=sys.stderr)
+            return 2
+        papers = sorted(p.stem for p in (args.data / "saus").glob("*.json"))
+        papers = [p for p in papers if not args.papers or p in args.papers]
+        for path in sorted((args.data / "runs").glob("*.tar.gz")):
+            config = path.name[: -len(".tar.gz")]
+            if not args.configs or config in args.configs:
+                params = (args.data, config, papers, args.max_per_run, args.min_reference_score)
+                units.append(("sabench", params))
     t0 = time.perf_counter()
-    futures = []
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        if not args.no_demo:
-            futures.append(("demo", pool.submit(demo_unit)))
-        if args.data:
-            if not (args.data / "runs").is_dir():
-                print(
-                    f"{args.data}/runs is absent: point --data at SA-Bench's data", file=sys.stderr
-                )
-                return 2
-            papers = sorted(p.stem for p in (args.data / "saus").glob("*.json"))
-            papers = [p for p in papers if not args.papers or p in args.papers]
-            configs = sorted(
-                p.name[: -len(".tar.gz")] for p in (args.data / "runs").glob("*.tar.gz")
-            )
-            for config in configs:
-                if args.configs and config not in args.configs:
-                    continue
-                fut = pool.submit(
-                    sabench_unit,
-                    args.data,
-                    config,
-                    papers,
-                    args.max_per_run,
-                    args.min_reference_score,
-                )
-                futures.append(("sabench", fut))
+    with tempfile.TemporaryDirectory(prefix="sabench-drift-ledger-") as ledger_dir:
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            if any(judge_kind(name).model for name, _ in judges):  # type: ignore[union-attr]
+                counts = [
+                    c
+                    for f in [pool.submit(run_unit, s, p, judges, True) for s, p in units]
+                    for c in f.result()
+                ]
+                total = 0.0
+                for name, settings in judges:
+                    if not judge_kind(name).model:  # type: ignore[union-attr]
+                        continue
+                    calls = sum(c[1] for c in counts if c[0] == name)
+                    tokens = sum(c[2] for c in counts if c[0] == name)
+                    usd = estimate_usd(name, settings, calls, tokens)
+                    print(f"cost: judge={name} calls={calls} est_usd={usd:.4f}", flush=True)
+                    total += usd
+                if args.max_usd is not None:
+                    if math.isnan(total):
+                        print(
+                            "error: the judge model's price is unknown: give "
+                            '--settings \'{"llm:<model>": {"prices": {...}}}\' to use --max-usd',
+                            file=sys.stderr,
+                        )
+                        return 2
+                    if total > args.max_usd:
+                        print(
+                            f"error: estimated LLM cost ${total:.4f} is over --max-usd "
+                            f"${args.max_usd:g}: nothing sent",
+                            file=sys.stderr,
+                        )
+                        return 2
+                    # the workers read the cap as every LLM job of the grid does
+                    os.environ[BUDGET_ENV] = str(args.max_usd)
+                    os.environ[LEDGER_ENV] = str(Path(ledger_dir) / "llm_spend.jsonl")
         rows: dict[str, list[dict[str, Any]]] = {"demo": [], "sabench": []}
-        for source, fut in futures:
-            rows[source] += fut.result()
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            futures = [(s, pool.submit(run_unit, s, p, judges, False)) for s, p in units]
+            try:
+                for source, fut in futures:
+                    rows[source] += fut.result()
+            except UnitError as exc:
+                pool.shutdown(cancel_futures=True)
+                print(f"error: {exc}", file=sys.stderr)
+                return 2
     from sabench.io import write_parquet
 
     table = drift_frame(rows["demo"] + rows["sabench"])
     write_parquet(args.out, table, table="drift_injection")
-    if rows["demo"]:
-        _print("demo papers (reference submissions, every SAU)", drift_frame(rows["demo"]))
-    if rows["sabench"]:
-        _print(
-            f"SA-Bench runs (SAUs its judge scored >= {args.min_reference_score})",
-            drift_frame(rows["sabench"]),
-        )
+    titles = {
+        "demo": "demo papers (reference submissions, every SAU)",
+        "sabench": f"SA-Bench runs (SAUs its judge scored >= {args.min_reference_score})",
+    }
+    for source, title in titles.items():
+        if rows[source]:
+            _print(title, drift_frame(rows[source]))
     print(f"\n{len(table)} mutant judgments in {time.perf_counter() - t0:.0f} s -> {args.out}")
+    for source in titles:
+        if rows[source]:
+            frame = drift_frame(rows[source])
+            for name, _ in judges:
+                print(summary_line(name, source, frame))
     return 0
 
 

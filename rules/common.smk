@@ -99,6 +99,7 @@ TABLES = (
     "judge_confusion",
     "incomplete_runs",
     "judge_directed_text",
+    "judge_stability",
 )
 REPORT_FIGURES = ("scores_by_agent", "verdicts", "heatmap")
 INCOMPLETE_MARKER = f"{R}/tables/.incomplete"  # sabench.aggregate.INCOMPLETE_MARKER

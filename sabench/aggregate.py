@@ -27,6 +27,7 @@ from sabench.faults import fault_path, read_fault
 from sabench.grid import unpack_runs
 from sabench.index.directed import scan_tree
 from sabench.io import read_json, read_parquet_metadata, write_parquet, write_text
+from sabench.judges import stability
 from sabench.steps import json_object, step
 
 Run = tuple[str, str, str]
@@ -101,6 +102,7 @@ TABLES: dict[str, list[str]] = {
     "judge_confusion": scoring.CONFUSION_COLUMNS,
     "incomplete_runs": INCOMPLETE_COLUMNS,
     "judge_directed_text": DIRECTED_COLUMNS,
+    "judge_stability": stability.STABILITY_COLUMNS,
 }
 _INT_COLUMNS = {
     "n_sections",
@@ -561,6 +563,7 @@ def aggregate(
         "judge_confusion": confusion,
         "incomplete_runs": incomplete_t,
         "judge_directed_text": pd.DataFrame(directed, columns=DIRECTED_COLUMNS),
+        "judge_stability": stability.judge_stability(judgments_t),
     }
     tables = {name: _typed(frame, TABLES[name]) for name, frame in tables.items()}
     for name, frame in tables.items():

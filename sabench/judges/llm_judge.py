@@ -8,7 +8,8 @@ retrieved excerpts and, for claims about results, the execution record's metrics
 its log. The model answers with a :class:`JudgeReply` (validated; one repair request, then an
 ``error`` verdict that is reported apart, never counted as drift). Evidence references must point
 at lines that exist and were shown; others are dropped and the reasoning says so. All SAUs of a
-run are judged in one job, concurrently (``concurrency`` per model).
+run are judged in one job, concurrently (``concurrency`` per model). ``samples: k`` asks k times
+per SAU (:func:`combine_samples`): every answer is kept, the verdict is their majority.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import json
 import logging
 import math
 import re
-from collections import defaultdict
-from dataclasses import dataclass, field
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -63,7 +65,10 @@ JUDGE_DEFAULTS: dict[str, Any] = {
     "fill_repeat": 0.1,  # weight of a term's repeats in a window (distinct terms count 1)
     "fill_number_weight": 1.0,  # weight of a number of the claim found as a literal (``512``)
     "fill_def_weight": 2.0,  # factor for claim words on a ``def``/``class`` line
+    "samples": 1,  # answers asked per SAU (k > 1: see combine_samples)
 }
+#: The sampling temperature of ``samples: k > 1`` when the model's is 0 (k equal answers say nothing).
+SAMPLE_TEMPERATURE = 0.7
 #: Identifiers spelled out in a claim's prose: snake_case or camelCase words.
 _IDENT_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
 #: A line that defines a function or class (Python, JS/TS, Julia, R-ish, shell functions).
@@ -502,6 +507,74 @@ def to_judgment(
     )
 
 
+@dataclass
+class SampledJudgment(Judgment):
+    """The judgment of k answers, with every answer (a JSON list: the optional ``samples`` column
+    of the judge's rows; a field here, not in the contract, so that no other judge reruns)."""
+
+    samples: str | None = None
+
+
+def sample_clients(client: Any, k: int) -> list[Any]:
+    """The clients of k samples: k=1 the client itself (requests as they always were); else one per
+    sample whose requests carry ``seed`` = the model's seed (0 if none) + the sample's index, and
+    ``SAMPLE_TEMPERATURE`` where the model's temperature is 0, so that the cache keys the k requests
+    apart and a rerun is answered from it. They share the cache, the usage and the spend ledger."""
+    if k <= 1:
+        return [client]
+    from sabench.llm import LLMClient
+
+    base = client.settings
+    temperature = base.temperature or SAMPLE_TEMPERATURE
+    out = []
+    for i in range(k):
+        settings = replace(base, seed=(base.seed or 0) + i, temperature=temperature)
+        sample = LLMClient(settings, cache=client.cache)
+        sample.usage, sample.ledger = client.usage, client.ledger
+        out.append(sample)
+    return out
+
+
+def combine_samples(samples: list[Judgment], seeds: list[int | None]) -> SampledJudgment:
+    """One judgment of k answers: the majority verdict (ties: the verdict of the median-scoring
+    sample among those tied, the lower one of an even count), the median score on SA-Bench's scale
+    where that verdict is ``partial`` (other verdicts fix it), the evidence and reasoning of that
+    sample; ``error`` answers are left out unless all are. Every answer goes into ``samples``."""
+    record = [
+        {"sample": i, "seed": seeds[i], "verdict": j.verdict, "score": j.score}
+        for i, j in enumerate(samples)
+    ]
+    valid = [(i, j) for i, j in enumerate(samples) if j.verdict != "error"]
+    if not valid:
+        return SampledJudgment(
+            sau_id=samples[0].sau_id,
+            dimension=samples[0].dimension,
+            verdict="error",
+            score=None,
+            reasoning=f"all {len(samples)} samples failed: {samples[0].reasoning}",
+            samples=json.dumps(record),
+        )
+    counts = Counter(j.verdict for _, j in valid)
+    top = max(counts.values())
+    pool = sorted((float(j.score or 0.0), i) for i, j in valid if counts[j.verdict] == top)
+    chosen = samples[pool[(len(pool) - 1) // 2][1]]
+    median = nearest_level(statistics.median(float(j.score or 0.0) for _, j in valid))
+    tally = ", ".join(f"{v} {n}" for v, n in counts.most_common())
+    errors = len(samples) - len(valid)
+    return SampledJudgment(
+        sau_id=chosen.sau_id,
+        dimension=chosen.dimension,
+        verdict=chosen.verdict,
+        score=min(max(median, 0.25), 0.75) if chosen.verdict == "partial" else None,
+        failure_mode=chosen.failure_mode,
+        evidence=list(chosen.evidence),
+        reasoning=f"{chosen.reasoning} [{len(samples)} samples: {tally}"
+        + (f", {errors} invalid" if errors else "")
+        + f"; median score {median:g}]",
+        samples=json.dumps(record),
+    )
+
+
 def judge_llm(
     name: str,
     settings: dict[str, Any],
@@ -562,15 +635,19 @@ def judge_llm(
         )
         prompts.append((sau, bundle, messages))
     client = client or LLMClient(llm)
+    clients = sample_clients(client, int(opts["samples"]))
 
-    async def one(sau: dict[str, Any], bundle: EvidenceBundle, messages: list[Any]) -> Judgment:
+    async def ask(
+        asker: Any, sau: dict[str, Any], bundle: EvidenceBundle, messages: list[Any]
+    ) -> tuple[Judgment, dict[str, Any]]:
+        """One answer: the model's judgment (an ``error`` one if there is none) and its usage."""
         try:
-            result = await client.structured(messages, JudgeReply)
+            result = await asker.structured(messages, JudgeReply)
         except LLMError as exc:
             if exc.fatal:
                 raise
             provider_faults.append(exc)
-            return _error(sau, f"LLM call failed: {exc}")
+            return _error(sau, f"LLM call failed: {exc}"), {}
         usage = {
             "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens,
@@ -579,9 +656,24 @@ def judge_llm(
             "latency_s": result.latency_s,
         }
         if result.value is None:
-            return _error(sau, str(result.error), **usage)
-        judgment = to_judgment(sau, result.value, bundle, index)  # type: ignore[arg-type]
-        if judgment.sau_id in fabricated:  # a typed-in result scores 0, whatever the model says
+            return _error(sau, str(result.error), **usage), usage
+        return to_judgment(sau, result.value, bundle, index), usage  # type: ignore[arg-type]
+
+    async def one(sau: dict[str, Any], bundle: EvidenceBundle, messages: list[Any]) -> Judgment:
+        answers = await asyncio.gather(*(ask(c, sau, bundle, messages) for c in clients))
+        if len(answers) == 1:
+            judgment, usage = answers[0]
+        else:
+            judgment = combine_samples([j for j, _ in answers], [c.settings.seed for c in clients])
+            usage = {
+                "prompt_tokens": sum(u.get("prompt_tokens", 0) for _, u in answers),
+                "completion_tokens": sum(u.get("completion_tokens", 0) for _, u in answers),
+                "cost_usd": sum(u.get("cost_usd", 0.0) for _, u in answers),
+                "cached": all(u.get("cached", False) for _, u in answers),
+                "latency_s": sum(u.get("latency_s", 0.0) for _, u in answers),
+            }
+        # a typed-in result scores 0, whatever the model says
+        if judgment.verdict != "error" and judgment.sau_id in fabricated:
             judgment = fabricated_judgment(judgment, fabricated[judgment.sau_id])
         for k, v in usage.items():
             setattr(judgment, k, v)

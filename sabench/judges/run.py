@@ -99,7 +99,9 @@ def judge_run(
             submission_hash=agent.get("submission_hash", ""),
         )
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=list(JUDGMENT_COLUMNS))
+    # the per-sample answers of a judge asked k times (sabench.judges.stability); absent otherwise
+    sampled = ["samples"] if any(row.get("samples") for row in rows) else []
+    frame = pd.DataFrame(rows, columns=[*JUDGMENT_COLUMNS, *sampled])
     frame["score"] = frame["score"].astype(float)
     frame["seed"] = frame["seed"].astype(str)
     write_parquet(out, frame, judge=name, judge_fingerprint=fingerprint, sau_set_hash=sau_hash)

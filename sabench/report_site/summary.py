@@ -12,6 +12,7 @@ import pandas as pd
 from sabench import __version__
 from sabench.aggregate import COVERAGE_COLUMNS, INCOMPLETE_COLUMNS
 from sabench.drift import DRIFT_SUMMARY_COLUMNS, drift_summary
+from sabench.judges.stability import STABILITY_COLUMNS
 from sabench.report_site.formatting import as_text, mean, num, records, score_color
 from sabench.report_site.model import Site
 from sabench.report_site.sources import git_commit
@@ -194,6 +195,7 @@ def summary_context(
     trees = tables.get("tree_scores", pd.DataFrame())
     incomplete = tables.get("incomplete_runs", pd.DataFrame())
     directed = tables.get("judge_directed_text", pd.DataFrame())
+    stable = tables.get("judge_stability", pd.DataFrame())
     return {
         "pivot": score_pivot(site),
         "few_note": FEW_PAPERS_NOTE,
@@ -217,6 +219,8 @@ def summary_context(
         "costs": _costs(site),
         "agreement": _table(agreement, AGREEMENT_COLUMNS) if not agreement.empty else None,
         "confusion": _confusion(confusion) if not confusion.empty else None,
+        # judges asked k times per SAU (samples: k): how often their answers differ
+        "stability": _table(stable, STABILITY_COLUMNS) if not stable.empty else None,
         "drift": _table(drift_summary(drift), list(DRIFT_SUMMARY_COLUMNS))
         if not drift.empty
         else None,
