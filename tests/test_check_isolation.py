@@ -215,3 +215,16 @@ lib.stub()
     assert out.kind == "placeholder", (out.detail, out.tail)
     assert out.where == ("lib.py", 13)
     assert "[code under test] making [0. 1. 2.]" in out.tail
+
+
+def test_a_pass_is_named_by_the_checks_own_line_on_every_backend() -> None:
+    """The relayed output of the code under test may come before or after the check's last line
+    (docker's pipes differ from bwrap's): the reasoning of a pass must not depend on it."""
+    from sabench.checks.run import CODE_UNDER_TEST, ordered_output, pass_detail
+
+    own = "split, then standardise with the training split's statistics"
+    relayed = f"{CODE_UNDER_TEST}CheckCallbackError: a function of the check raised"
+    assert pass_detail(f"{relayed}\n{own}\n") == own
+    assert pass_detail(f"{own}\n{relayed}\n") == own
+    assert pass_detail(f"{relayed}\n") == "the check ran to the end"
+    assert ordered_output(f"{relayed}\n{own}") == ordered_output(f"{own}\n{relayed}")

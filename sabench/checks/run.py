@@ -62,6 +62,32 @@ def check_syntax(text: str) -> str | None:
     return None
 
 
+#: How the runner marks the relayed output of the code under test (``sandbox_runner.PREFIX``).
+CODE_UNDER_TEST = "[code under test] "
+
+
+def pass_detail(output: str) -> str:
+    """What a passed check says: its own last line. Relayed output of the code under test arrives
+    in no fixed order relative to it (that depends on the backend's pipes), so it never names a
+    pass; the same run gives the same reasoning on every backend."""
+    lines = [
+        line.strip()
+        for line in output.splitlines()
+        if line.strip() and not line.startswith(CODE_UNDER_TEST)
+    ]
+    return lines[-1][:300] if lines else "the check ran to the end"
+
+
+def ordered_output(output: str) -> str:
+    """The relayed output of the code under test, then the check's own (whose end says why it
+    ended, so a tail keeps it): each stream keeps its order, but how the two interleave depends on
+    the backend's pipes, and the reasoning that quotes them must not differ between backends."""
+    lines = output.splitlines()
+    own = [line for line in lines if not line.startswith(CODE_UNDER_TEST)]
+    relayed = [line for line in lines if line.startswith(CODE_UNDER_TEST)]
+    return "\n".join(relayed + own)
+
+
 def _parse_log(text: str, nonce: str) -> tuple[dict[str, Any] | None, str]:
     """(the runner's report, the check's own output without sabench's lines)."""
     report = None
@@ -157,7 +183,7 @@ def run_check(
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     report, output = _parse_log(text, nonce)
-    tail = output[-tail_chars:] if tail_chars > 0 else ""
+    tail = ordered_output(output)[-tail_chars:] if tail_chars > 0 else ""
     common = {
         "tail": tail,
         "exit_code": result.exit_code,
@@ -182,8 +208,7 @@ def run_check(
     where = report.get("where")
     detail = str(report.get("detail") or "")
     if report["kind"] == "pass" and not detail:
-        lines = [line.strip() for line in output.splitlines() if line.strip()]
-        detail = lines[-1][:300] if lines else "the check ran to the end"
+        detail = pass_detail(output)
     return Outcome(
         report["kind"],
         detail,
