@@ -808,6 +808,13 @@ def test_demo_with_docker_gives_the_same_tables_as_bwrap(
         a = pd.read_parquet(out["docker"] / "tables" / f"{table}.parquet")
         b = pd.read_parquet(out["bwrap"] / "tables" / f"{table}.parquet")
         cols = [c for c in a.columns if c not in drop]
+        if "reasoning" in cols:
+            # a check's reasoning ends with the tail of its process log, where the relayed output
+            # of the code under test (a second process) depends on scheduling: the verdict and the
+            # check's own message before the tail must be the same, the log excerpt need not
+            a, b = a.copy(), b.copy()
+            for frame in (a, b):
+                frame["reasoning"] = frame["reasoning"].str.split("\n--- output (tail) ---").str[0]
         pd.testing.assert_frame_equal(a[cols], b[cols], obj=table)
     leaked = [
         p
