@@ -45,8 +45,15 @@ class ChildGone(BaseException):
     """The code under test ended its own process: nothing it said can count."""
 
 
+RELAYED = []  # the child's output lines; written out whole when it stops (never mid-line)
+RELAY_KEEP = 1 << 18  # bytes of it kept, the last ones
+
+
 def relay(fd):
+    """Collect the child's output; written to the log by stop_child, after the child ended, so
+    it never lands inside a line the check is printing."""
     buf = b""
+    kept = 0
     while True:
         try:
             chunk = os.read(fd, 1 << 16)
@@ -57,9 +64,12 @@ def relay(fd):
         buf += chunk
         *lines, buf = buf.split(b"\n")
         for line in lines:
-            os.write(1, PREFIX + line + b"\n")
+            RELAYED.append(PREFIX + line + b"\n")
+            kept += len(line) + len(PREFIX) + 1
+            while kept > RELAY_KEEP and len(RELAYED) > 1:
+                kept -= len(RELAYED.pop(0))
     if buf:
-        os.write(1, PREFIX + buf + b"\n")
+        RELAYED.append(PREFIX + buf + b"\n")
 
 
 def start_child():
@@ -93,6 +103,13 @@ def stop_child():
         proc.kill()
     STATE["relay"].join(timeout=2)
     STATE["proc"] = None
+    for sys_stream in (sys.stdout, sys.stderr):
+        try:
+            sys_stream.flush()
+        except Exception:
+            pass
+    os.write(1, b"\n" + b"".join(RELAYED))
+    RELAYED.clear()
 
 
 def gone(what):
