@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sabench.index import squash
-from sabench.judges.fabrication import FABRICATED, literal_writes, matching, reasoning
+from sabench.judges.fabrication import FABRICATED, matching, reasoning
 from sabench.judges.static.claims import Claim
 from sabench.judges.static.outcome import Outcome
 
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def judge_results(
     judge: ClaimJudge, claim: Claim, ev: list[tuple[int, int, int]]
 ) -> Outcome | None:
-    writes = literal_writes(judge.index.root)
+    writes = judge.literal_writes
     fabricated = [f for exp in claim.expected for f in matching(writes, str(exp["metric"]))]
     if fabricated:  # the number was typed in, not computed: whatever it is, it scores 0
         fids = [(judge.index.file_id(f.file), f.line) for f in fabricated]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import bisect
 import re
+from functools import cached_property
 from typing import Any
 
 from sabench.index import DOCS, TESTS, squash
+from sabench.judges.fabrication import Finding, literal_writes
 from sabench.judges.static.claims import Claim, entity_keys
 from sabench.judges.static.evidence import SubmissionContext, Window
 from sabench.judges.static.formulas import judge_formulas
@@ -37,6 +39,11 @@ class ClaimJudge:
         self.dim = ""
         self.cov = 0.0
         self.features: dict[str, float] = {}
+
+    @cached_property
+    def literal_writes(self) -> list[Finding]:
+        """The metrics the submission writes as literals: scanned once, not once per claim."""
+        return literal_writes(self.index.root)
 
     # --- coverage -----------------------------------------------------------------------
     def coverage(self, terms: dict[str, float]) -> tuple[float, float, list[Window]]:
