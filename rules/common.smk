@@ -12,6 +12,7 @@ from sabench.grid import (
     LLM_OPERATIONAL_SETTINGS,
     SCHEDULING_KEYS,
     SAU_FILES,
+    batched_agent,
     configured_grid,
     execution_gpus,
     judge_fingerprint,
@@ -198,6 +199,76 @@ for _slug, _judge in JUDGE_BY_SLUG.items():
         ),
     }
 JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
+
+# Batched steps (docs/architecture.md): cheap steps of one paper's runs share a job. Every paper
+# has the same runs (agent, seed). A batch waits for all its runs, so it holds only runs that no
+# fault can hold up: those of replay and null agents when nothing is executed. Their judges that
+# call no model and run no code judge per paper; those agents without GPUs also replay per paper
+# when no judge follows per run (a batch rewrites each of its runs, and what reads a rewritten
+# run reruns).
+PAPER_RUNS = list(dict.fromkeys((a, s) for a, _, s in SETTINGS.runs))
+BATCHED_JUDGES = [s for s, j in JUDGE_BY_SLUG.items() if judge_kind(j).batched]
+ALONE_JUDGES = [s for s in JUDGE_BY_SLUG if s not in BATCHED_JUDGES]
+BATCHED_AGENTS = [
+    a for a in SETTINGS.agents if not EXECUTE and batched_agent(SETTINGS.agents[a])
+]
+JUDGED_IN_BATCHES = bool(BATCHED_AGENTS and BATCHED_JUDGES)
+REPLAYED_IN_BATCHES = [
+    a for a in BATCHED_AGENTS if not ALONE_JUDGES and not AGENT_GPUS[a]
+]
+# every judgment of every run made by judge_batch: it writes judgments.parquet itself
+MERGED_IN_BATCHES = not ALONE_JUDGES and set(BATCHED_AGENTS) == set(SETTINGS.agents)
+BATCH_JUDGE_PARAMS = json.dumps(
+    [
+        {
+            "name": JUDGE_PARAMS[slug]["name"],
+            "fingerprint": JUDGE_PARAMS[slug]["fingerprint"],
+            "settings_json": JUDGE_PARAMS[slug]["settings_json"],
+        }
+        for slug in BATCHED_JUDGES
+    ],
+    sort_keys=True,
+)
+REPLAYED_SPECS = json.dumps(
+    {a: json.loads(AGENT_SPECS[a]) for a in REPLAYED_IN_BATCHES}, sort_keys=True
+)
+
+
+# On a cluster, CPU-only jobs share cluster jobs (docs/hpc.md): those of up to
+# `group-components: runs=N` runs, and the batched judges of up to `papers=N` papers
+# (profiles/slurm). A job with GPUs goes alone. Local runs ignore groups.
+RUN_GROUP = "runs"
+PAPER_GROUP = "papers"
+
+
+def run_group(gpus):
+    """The group of a run's job that asks for ``gpus`` (by agent): none when it asks for some."""
+    return lambda wildcards: None if gpus[wildcards.agent] else RUN_GROUP
+
+
+def paper_runs(name, agents=None):
+    """The file ``name`` of each run of one paper, as patterns of ``{paper}``."""
+    return [
+        f"{R}/runs/{a}/{{paper}}/{s}/{name}"
+        for a, s in PAPER_RUNS
+        if agents is None or a in agents
+    ]
+
+
+def batch_verdicts(wildcards):
+    """The verdict files the batched judges of verdicts read for one paper's runs."""
+    files = []
+    for slug in BATCHED_JUDGES:
+        judge = JUDGE_BY_SLUG[slug]
+        if judge_kind(judge).verdicts:
+            settings = SETTINGS.config["judge_settings"][judge]
+            for a, s in PAPER_RUNS:
+                if a not in BATCHED_AGENTS:
+                    continue
+                run = {"agent": a, "paper": wildcards.paper, "seed": s}
+                path = verdict_file(judge, settings, run)
+                files += [str(path)] if path.is_file() else []
+    return files
 
 
 def paper_inputs(wildcards):

@@ -10,6 +10,8 @@ rule execute:
         record=run_file("execution.json"),
     log:
         run_file("execution.log"),
+    group:
+        run_group(EXECUTE_GPUS)
     conda:
         "../envs/sabench.yaml"
     resources:

@@ -1,5 +1,6 @@
 rule judge:
-    """One judge scores every SAU of one run; its fingerprint reruns exactly this judge."""
+    """One judge scores every SAU of one run; its fingerprint reruns exactly this judge (rule
+    judge_batch judges a paper's runs at once where it can)."""
     input:
         submission=run_file("submission"),
         execution=run_file("execution.json") if EXECUTE else [],
@@ -14,9 +15,13 @@ rule judge:
         run_file("judge/{judge}.parquet"),
     log:
         run_file("logs/judge-{judge}.log"),
+    group:
+        RUN_GROUP
     conda:
         "../envs/sabench.yaml"
     resources:
+        # as the CPU-only reproduce and execute jobs it is grouped with (a group's strings agree)
+        gpu_model="",
         cpus_per_task=1,
         mem_mb=2000,
         disk_mb=1000,
@@ -32,16 +37,63 @@ rule judge:
         " --quiet > {log:q} 2>&1"
 
 
-rule judgments:
-    """All judges' rows of one run in one table."""
-    input:
-        RUN_JUDGMENTS,
-    output:
-        run_file("judgments.parquet"),
-    log:
-        run_file("logs/judgments.log"),
-    localrule: True
-    conda:
-        "../envs/sabench.yaml"
-    shell:
-        f"{PYTHON} -m sabench.judges.merge --out {{output:q}} {{input:q}} > {{log:q}} 2>&1"
+if JUDGED_IN_BATCHES:
+
+    ruleorder: judge_batch > judge
+
+    rule judge_batch:
+        """The judges that call no model and run no code score the runs of replay and null
+        agents of one paper in one job, when nothing is executed (sabench.judges.batch, common.smk):
+        each run keeps its judge/<judge>.parquet and log, and a cache per run re-judges only the
+        runs whose inputs changed."""
+        input:
+            submissions=paper_runs("submission", BATCHED_AGENTS),
+            agents=paper_runs("agent.json", BATCHED_AGENTS),
+            saus=paper_file("saus.parquet"),
+            view=ancient(paper_file("agent_view")),
+            verdicts=batch_verdicts,
+        output:
+            [
+                f
+                for slug in BATCHED_JUDGES
+                for f in paper_runs(f"judge/{slug}.parquet", BATCHED_AGENTS)
+            ],
+            # every judgment of the paper's runs is made here: so is the merge
+            paper_runs("judgments.parquet") if MERGED_IN_BATCHES else [],
+        log:
+            result("logs/judge/{paper}.log"),
+        group:
+            PAPER_GROUP
+        conda:
+            "../envs/sabench.yaml"
+        resources:
+            cpus_per_task=1,
+            mem_mb=2000,
+            disk_mb=1000,
+            runtime=30,
+        params:
+            # a function: no wildcards are filled into the settings' templates
+            judges=lambda wildcards: BATCH_JUDGE_PARAMS,
+        shell:
+            f"{PYTHON} -m sabench.judges.batch {{input.agents:q}} --saus {{input.saus:q}}"
+            " --judges {params.judges:q} --agent-view {input.view:q}"
+            f"{' --merge' if MERGED_IN_BATCHES else ''} > {{log:q}} 2>&1"
+
+
+if not MERGED_IN_BATCHES:
+
+    rule judgments:
+        """All judges' rows of each run of one paper, one table per run (sabench.judges.merge);
+        judge_batch merges where it makes every judgment."""
+        input:
+            [f for slug in JUDGE_BY_SLUG for f in paper_runs(f"judge/{slug}.parquet")],
+        output:
+            paper_runs("judgments.parquet"),
+        log:
+            result("logs/judgments/{paper}.log"),
+        localrule: True
+        conda:
+            "../envs/sabench.yaml"
+        shell:
+            f"{PYTHON} -m sabench.judges.merge {{output:q}} --judges {' '.join(map(shlex.quote, JUDGE_BY_SLUG))}"
+            " > {log:q} 2>&1"

@@ -1,5 +1,6 @@
 rule reproduce:
-    """The agent reproduces the paper from its view into submission/ (GPU job for model agents).
+    """The agent reproduces the paper from its view into submission/: one job per run, with
+    the agent's GPUs (rule replay replays a paper's runs at once where it can).
 
     Inputs are ancient and the agent's settings are a params fingerprint, so editing a script or
     touching a paper never reruns an agent; changing the agent's settings does.
@@ -11,6 +12,8 @@ rule reproduce:
         record=run_file("agent.json"),
     log:
         run_file("agent.log"),
+    group:
+        run_group(AGENT_GPUS)
     conda:
         "../envs/sabench.yaml"
     resources:
@@ -27,3 +30,34 @@ rule reproduce:
         f" --seed {{wildcards.seed}} --spec {{params.spec:q}} --repo {REPO}"
         f" --agent-view {{input.view:q}} --runtime {TOOL_RUNTIME}"
         f' --out "$(dirname {{output.record:q}})" > {{log:q}} 2>&1'
+
+
+if REPLAYED_IN_BATCHES:
+
+    ruleorder: replay > reproduce
+
+    rule replay:
+        """Replay and null agents without GPUs copy their submissions of one paper in one job
+        (sabench.agents.batch) where nothing costly follows per run (common.smk); each run keeps
+        its folder, agent.json and agent.log. A change to one agent's settings replays every
+        paper (seconds) and re-judges only that agent's runs (the judges' cache)."""
+        output:
+            submissions=[
+                directory(p) for p in paper_runs("submission", REPLAYED_IN_BATCHES)
+            ],
+            records=paper_runs("agent.json", REPLAYED_IN_BATCHES),
+        log:
+            result("logs/replay/{paper}.log"),
+        localrule: True
+        conda:
+            "../envs/sabench.yaml"
+        resources:
+            mem_mb=1000,
+            disk_mb=10000,
+            runtime=30,
+        params:
+            # a function: no wildcards are filled into the agents' path templates
+            specs=lambda wildcards: REPLAYED_SPECS,
+        shell:
+            f"{PYTHON} -m sabench.agents.batch {{output.records:q}} --specs {{params.specs:q}}"
+            f" --repo {REPO} > {{log:q}} 2>&1"

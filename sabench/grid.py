@@ -331,6 +331,16 @@ def execution_gpus(agent: dict[str, Any], runtime: dict[str, Any]) -> tuple[Any,
     return request, 0
 
 
+#: Agent kinds that call no model and cannot fault: their runs of one paper can share jobs
+#: (sabench.agents.batch, sabench.judges.batch; docs/architecture.md, batched steps).
+BATCHED_AGENT_KINDS = ("replay", "null")
+
+
+def batched_agent(agent: dict[str, Any]) -> bool:
+    """A replay or null agent: nothing it does depends on a provider, an engine or a key."""
+    return agent["kind"] in BATCHED_AGENT_KINDS
+
+
 def agent_seeds(agent: dict[str, Any], default: list[int]) -> list[str]:
     if agent["kind"] == "null" or (
         agent["kind"] == "replay" and "{seed}" not in replay_template(agent)

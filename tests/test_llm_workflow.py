@@ -170,7 +170,7 @@ def test_a_new_endpoint_reruns_nothing_a_new_temperature_reruns_the_judge(
     config["judge_settings"][JUDGE]["temperature"] = 0.5
     moved.write_text(yaml.safe_dump(config))
     proc = snakemake("-n", "--configfile", str(moved))
-    planned = set(re.findall(r"^(?:local)?rule (\w+):", proc.stdout + proc.stderr, re.M))
+    planned = set(re.findall(r"^\s*(?:local)?rule (\w+):", proc.stdout + proc.stderr, re.M))
     assert "judge" in planned and "saus_extract" in planned and "execute" not in planned
 
 

@@ -370,11 +370,15 @@ def test_a_new_verdict_file_rejudges_its_run(tmp_path: Path) -> None:
     edited = verdicts / "drifted" / "ridge-gd.json"
     edited.write_text(edited.read_text().replace('"score": 0.0', '"score": 1.0'))
     dry = snakemake("-n", "--configfile", str(config)).stdout
-    judged = re.findall(r"^rule judge:\n(?:\s+.*\n)*?\s+wildcards: (.*)$", dry, re.M)
-    assert judged and all("agent=drifted" in w for w in judged), judged
+    judged = re.findall(r"^\s*rule judge_batch:\n(?:\s+.*\n)*?\s+wildcards: (.*)$", dry, re.M)
+    assert judged == ["paper=ridge-gd"], judged
     snakemake("--configfile", str(config))
     judgments = pd.read_parquet(tmp_path / "results" / "tables" / "judgments.parquet")
     assert set(judgments.verdict) == {"aligned"}
+    # the paper's job re-judged the run whose verdict file changed; the other came from its cache
+    log = (tmp_path / "results" / "logs" / "judge" / "ridge-gd.log").read_text()
+    assert re.search(r"drifted/ridge-gd/0: reference: judged", log), log
+    assert re.search(r"reference/ridge-gd/0: reference: cached", log), log
 
 
 def test_example_configs_are_valid(repo: Path, tmp_path: Path) -> None:

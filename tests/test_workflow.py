@@ -75,17 +75,19 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     settings = load_settings(yaml.safe_load((REPO / "config" / "config.yaml").read_text()), REPO)
     per_rule = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.MULTILINE))
     n_papers, n_runs = len(settings.papers), len(settings.runs)
+    # a job per run for each step: with executions, no step is batched (docs/architecture.md);
+    # the merge into each run's judgments.parquet takes one job per paper
     assert per_rule == {
         "ingest": str(n_papers),
         "saus": str(n_papers),
         "reproduce": str(n_runs),
         "execute": str(n_runs),
         "judge": str(n_runs * len(settings.judges)),
-        "judgments": str(n_runs),
+        "judgments": str(n_papers),
         "aggregate": "1",
         "report": "1",
         "all": "1",
-        "total": str(2 * n_papers + n_runs * (3 + len(settings.judges)) + 3),
+        "total": str(3 * n_papers + n_runs * (2 + len(settings.judges)) + 3),
     }, "the dry run must list every job of the grid before anything has run"
     snakemake("--config", f"results={results}")
     return results
@@ -217,8 +219,8 @@ def test_a_gpu_agent_executes_on_its_gpus(demo: Path, tmp_path: Path) -> None:
     proc = snakemake(
         "-n", "-p", "--config", f"results={demo}", f"agents_file={tmp_path / 'agents.yaml'}"
     )
-    blocks = re.split(r"\n(?=\[.*\]\n(?:local)?rule \w+:)", proc.stdout)
-    executes = [b for b in blocks if re.search(r"^rule execute:", b, re.MULTILINE)]
+    blocks = re.split(r"\n(?=\s*\[.*\]\n\s*(?:local)?rule \w+:)", proc.stdout)
+    executes = [b for b in blocks if re.search(r"^\s*rule execute:", b, re.MULTILINE)]
     assert executes and all("agent=reference" in b for b in executes), "only reference reruns"
     for block in executes:
         assert re.search(r"resources: .*\bgpu=2\b", block), block
@@ -237,14 +239,43 @@ def test_one_paper_reruns_alone(demo: Path) -> None:
     proc = snakemake(str(target), "--forcerun", "judge", "--config", f"results={demo}")
     log = proc.stdout + proc.stderr
     ran = re.findall(r"^(?:local)?rule (\w+):", log, re.MULTILINE)
+    # the merge is one job per paper: it needs the paper's every run judged
+    n_runs = len(list((demo / "runs").glob(f"*/{paper}/*")))
     n_judges = len(set(before.judge))
-    assert sorted(ran) == ["judge"] * n_judges + ["judgments"], ran
+    assert sorted(ran) == ["judge"] * (n_runs * n_judges) + ["judgments"], ran
+    assert set(re.findall(r"paper=([\w.-]+)", log)) == {paper}
     after = pd.read_parquet(target)
     # the exec judge's checks now come from its cache: the same verdicts, marked cached
     exec_rows = after[(after.judge == "exec") & after.reasoning.str.startswith("check ")]
     assert len(exec_rows) and exec_rows.cached.all()
     pd.testing.assert_frame_equal(
         before.drop(columns=["latency_s", "cached"]), after.drop(columns=["latency_s", "cached"])
+    )
+
+
+def test_changing_one_agent_rejudges_only_its_runs(tmp_path: Path) -> None:
+    """Without executions, replays and the static judge take one job per paper. New settings of
+    one agent: the paper's replay and judge jobs rerun, and only that agent's run is judged again
+    (the others' judgments come from their cache)."""
+    results = tmp_path / "results"
+    grid = ("--config", f"results={results}", "papers=ridge-gd", "runtime={execute: false}")
+    grid += ("judges=[static]",)
+    snakemake(*grid)
+    before = pd.read_parquet(results / "tables" / "judgments.parquet")
+    agents = yaml.safe_load((REPO / "config" / "agents.yaml").read_text())
+    agents["drifted"]["description"] = "the same submissions, described anew"
+    (tmp_path / "agents.yaml").write_text(yaml.safe_dump(agents))
+    log = snakemake(*grid, f"agents_file={tmp_path / 'agents.yaml'}")
+    ran = re.findall(r"^(?:local)?rule (\w+):", log.stdout + log.stderr, re.M)
+    assert sorted(ran) == ["aggregate", "all", "judge_batch", "replay", "report"], ran
+    batch_log = (results / "logs" / "judge" / "ridge-gd.log").read_text()
+    outcome = dict(re.findall(r"/(\w+)/ridge-gd/0: static: (\w+)", batch_log))
+    assert outcome == {"reference": "cached", "drifted": "judged", "null": "cached"}, batch_log
+    after = pd.read_parquet(results / "tables" / "judgments.parquet")
+    keys = ["agent", "judge", "sau_id"]
+    pd.testing.assert_frame_equal(
+        before.drop(columns=["latency_s"]).sort_values(keys).reset_index(drop=True),
+        after.drop(columns=["latency_s"]).sort_values(keys).reset_index(drop=True),
     )
 
 
@@ -261,7 +292,11 @@ def test_a_one_paper_run_updates_the_grids_tables(demo: Path) -> None:
     assert pd.read_parquet(demo / "tables" / "incomplete_runs.parquet").empty
     # back to the whole grid: nothing to redo, only the tables of its (other) set of inputs
     dry = snakemake("-n", "--config", f"results={demo}").stdout
-    assert set(re.findall(r"^(?:local)?rule (\w+):", dry, re.M)) <= {"aggregate", "report", "all"}
+    assert set(re.findall(r"^\s*(?:local)?rule (\w+):", dry, re.M)) <= {
+        "aggregate",
+        "report",
+        "all",
+    }
 
 
 def test_snakemake_report(demo: Path, tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The judgments rule: the per-judge tables of one run as its ``judgments.parquet``."""
+"""The judgments rule: the per-judge tables of each run of one paper as the run's
+``judgments.parquet`` (one job per paper, see sabench.judges.batch)."""
 
 from __future__ import annotations
 
@@ -27,12 +28,21 @@ def merge_judgments(inputs: Iterable[str | Path], out: str | Path) -> int:
 
 @command
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(description="Merge the per-judge tables of one run.")
-    parser.add_argument("inputs", type=Path, nargs="*", help="the run's judge/<judge>.parquet")
-    parser.add_argument("--out", type=Path, required=True, help="the run's judgments.parquet")
+    parser = ArgumentParser(description="Merge the per-judge tables of runs.")
+    parser.add_argument(
+        "outputs",
+        type=Path,
+        nargs="+",
+        help="the runs' judgments.parquet to write: results/runs/<agent>/<paper>/<seed>/",
+    )
+    parser.add_argument(
+        "--judges", nargs="*", default=[], help="judge file names: <run>/judge/<name>.parquet"
+    )
     args = parser.parse_args(argv)
-    n = merge_judgments(args.inputs, args.out)
-    print(f"{n} judgments from {len(args.inputs)} judge file(s)")
+    for out in args.outputs:
+        inputs = [out.parent / "judge" / f"{slug}.parquet" for slug in args.judges]
+        n = merge_judgments(inputs, out)
+        print(f"{out}: {n} judgments from {len(inputs)} judge file(s)")
     return 0
 
 

@@ -68,6 +68,12 @@ class JudgeKind:
     verdicts: bool = False
 
     @property
+    def batched(self) -> bool:
+        """Cheap enough to judge a whole paper's runs in one job (no model, no sandbox):
+        the workflow's judge_batch rule, sabench.judges.batch."""
+        return not self.model and not self.runs_code
+
+    @property
     def spelled(self) -> str:
         return f"{self.name}:<model>" if self.model else self.name
 
