@@ -86,14 +86,19 @@ def write_parquet(path: str | Path, frame: Any, **metadata: str) -> None:
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    meta = dict(table.schema.metadata or {})
-    meta[b"sabench.schema_version"] = SCHEMA_VERSION.encode()
-    meta[b"sabench.version"] = __version__.encode()
-    for key, value in metadata.items():
-        meta[f"sabench.{key}".encode()] = str(value).encode()
-    table = table.replace_schema_metadata(meta)
+    table = table.replace_schema_metadata(sabench_metadata(table.schema.metadata, **metadata))
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
+
+
+def sabench_metadata(meta: dict[bytes, bytes] | None, **metadata: str) -> dict[bytes, bytes]:
+    """A Parquet schema's metadata plus ours: the schema version, sabench's, and ``metadata``."""
+    out = dict(meta or {})
+    out[b"sabench.schema_version"] = SCHEMA_VERSION.encode()
+    out[b"sabench.version"] = __version__.encode()
+    for key, value in metadata.items():
+        out[f"sabench.{key}".encode()] = str(value).encode()
+    return out
 
 
 def read_parquet_metadata(path: str | Path) -> dict[str, str]:

@@ -114,14 +114,11 @@ def run_scores(judgments: pd.DataFrame) -> pd.DataFrame:
     frame["seed"] = frame["seed"].astype(str)
     frame["value"] = claim_scores(judgments).to_numpy()
     frame["is_error"] = frame["value"].isna()
+    frame["is_scored"] = ~frame["is_error"]
     keys = [*RUN_KEYS, "judge"]
     dims = (
         frame.groupby([*keys, "dimension"], sort=False)
-        .agg(
-            score=("value", "mean"),
-            n_saus=("is_error", lambda s: int((~s).sum())),
-            n_error=("is_error", "sum"),
-        )
+        .agg(score=("value", "mean"), n_saus=("is_scored", "sum"), n_error=("is_error", "sum"))
         .reset_index()
     )
     overall = (
@@ -184,6 +181,32 @@ def agent_scores(
     return sort_by_dimension(out, ["agent", "judge", "dimension"])
 
 
+TAXONOMY_KEYS = ["agent", "judge", "dimension", "verdict", "failure_mode"]
+
+
+def taxonomy_counts(judgments: pd.DataFrame) -> pd.DataFrame:
+    """The ``count`` of each verdict x failure mode per agent, judge and dimension (``overall``
+    included): counts of disjoint sets of judgments add up, so a large grid is counted in chunks."""
+    frame = judgments[TAXONOMY_KEYS].copy()
+    frame = pd.concat([frame.assign(dimension=OVERALL), frame], ignore_index=True)
+    frame["failure_mode"] = frame["failure_mode"].astype(object)
+    counts = frame.groupby(TAXONOMY_KEYS, dropna=False, sort=False).size().rename("count")
+    return counts.reset_index()
+
+
+def taxonomy_shares(counts: pd.DataFrame) -> pd.DataFrame:
+    """The error taxonomy of :func:`taxonomy_counts` (or their sum over chunks)."""
+    if counts.empty:
+        return pd.DataFrame(columns=TAXONOMY_COLUMNS)
+    counts = counts.copy()
+    keys = ["agent", "judge", "dimension"]
+    counts["count"] = counts["count"].astype("int64")
+    counts["share"] = counts["count"] / counts.groupby(keys)["count"].transform("sum")
+    counts["failure_mode"] = counts["failure_mode"].astype(object)
+    counts.loc[counts["failure_mode"].isna(), "failure_mode"] = None
+    return sort_by_dimension(counts[TAXONOMY_COLUMNS], TAXONOMY_KEYS)
+
+
 def error_taxonomy(judgments: pd.DataFrame) -> pd.DataFrame:
     """Counts of verdict x failure mode per agent, judge and dimension, with their share.
 
@@ -192,23 +215,7 @@ def error_taxonomy(judgments: pd.DataFrame) -> pd.DataFrame:
     """
     if judgments.empty:
         return pd.DataFrame(columns=TAXONOMY_COLUMNS)
-    frame = judgments[["agent", "judge", "dimension", "verdict", "failure_mode"]].copy()
-    frame = pd.concat([frame.assign(dimension=OVERALL), frame], ignore_index=True)
-    frame["failure_mode"] = frame["failure_mode"].astype(object)
-    keys = ["agent", "judge", "dimension"]
-    counts = (
-        frame.groupby([*keys, "verdict", "failure_mode"], dropna=False, sort=False)
-        .size()
-        .rename("count")
-        .reset_index()
-    )
-    counts["count"] = counts["count"].astype("int64")
-    counts["share"] = counts["count"] / counts.groupby(keys)["count"].transform("sum")
-    counts["failure_mode"] = counts["failure_mode"].astype(object)
-    counts.loc[counts["failure_mode"].isna(), "failure_mode"] = None
-    return sort_by_dimension(
-        counts[TAXONOMY_COLUMNS], ["agent", "judge", "dimension", "verdict", "failure_mode"]
-    )
+    return taxonomy_shares(taxonomy_counts(judgments))
 
 
 # --------------------------------------------------------------------------- PaperBench tree
@@ -319,26 +326,29 @@ def tree_score(
 # --------------------------------------------------------------------------- agreement
 
 
-def agreement(
-    judgments: pd.DataFrame, reference: str = "reference"
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every other judge against ``reference`` on the same run and SAU.
+PAIR_COLUMNS = ["judge", "dimension", "verdict", "value", "verdict_ref", "value_ref"]
 
-    Returns (agreement per judge and dimension incl. ``overall``, verdict confusion counts); both empty
-    with the right columns when no judge is named ``reference``. The confusion keeps ``error`` rows
-    (they show where a judge fails); the metrics drop them.
-    """
-    empty = (pd.DataFrame(columns=AGREEMENT_COLUMNS), pd.DataFrame(columns=CONFUSION_COLUMNS))
+
+def agreement_pairs(judgments: pd.DataFrame, reference: str = "reference") -> pd.DataFrame:
+    """Each judgment of another judge next to ``reference``'s on the same run and SAU (its verdict
+    and claim score, and the reference's). Pairs never cross runs, so a grid chunked by runs gives
+    its pairs chunk by chunk, in the same order."""
     if judgments.empty or reference not in set(judgments["judge"]):
-        return empty
+        return pd.DataFrame(columns=PAIR_COLUMNS)
     frame = judgments[[*RUN_KEYS, "sau_id", "dimension", "judge", "verdict"]].copy()
     frame["seed"] = frame["seed"].astype(str)
     frame["value"] = claim_scores(judgments).to_numpy()
     ref = frame[frame["judge"] == reference].drop(columns="judge")
     others = frame[frame["judge"] != reference].drop(columns="dimension")
     pairs = others.merge(ref, on=[*RUN_KEYS, "sau_id"], suffixes=("", "_ref"))
+    return pairs[PAIR_COLUMNS]
+
+
+def agreement_tables(pairs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(agreement per judge and dimension incl. ``overall``, verdict confusion counts) of
+    :func:`agreement_pairs` (or their concatenation over chunks, in order)."""
     if pairs.empty:
-        return empty
+        return pd.DataFrame(columns=AGREEMENT_COLUMNS), pd.DataFrame(columns=CONFUSION_COLUMNS)
     confusion = (
         pairs.groupby(["judge", "verdict_ref", "verdict"], sort=True)
         .size()
@@ -357,3 +367,15 @@ def agreement(
     table = pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
     table["n"] = table["n"].astype("int64")
     return sort_by_dimension(table, ["judge", "dimension"]), confusion[CONFUSION_COLUMNS]
+
+
+def agreement(
+    judgments: pd.DataFrame, reference: str = "reference"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every other judge against ``reference`` on the same run and SAU.
+
+    Returns (agreement per judge and dimension incl. ``overall``, verdict confusion counts); both empty
+    with the right columns when no judge is named ``reference``. The confusion keeps ``error`` rows
+    (they show where a judge fails); the metrics drop them.
+    """
+    return agreement_tables(agreement_pairs(judgments, reference))

@@ -2,8 +2,10 @@
 
 Inputs per paper: ``papers/{paper}/paper.json`` and ``saus.parquet``; per run (agent x paper x seed):
 ``runs/{agent}/{paper}/{seed}/agent.json``, ``execution.json`` (optional: a grid without execution has
-none) and ``judgments.parquet``. The numbers come from ``sabench.scoring``; this module only reads,
-checks provenance (one SAU version per paper) and writes each table atomically.
+none) and ``judgments.parquet``. The numbers come from ``sabench.scoring``; this package only reads
+(``read``), checks provenance (one SAU version per paper) and writes each table atomically. The
+judgments stream through in chunks (``stream``): a grid of 100,000 runs x 50 SAUs aggregates in
+bounded memory, in time linear in its judgments (``benchmarks/aggregate_scale.py``).
 
 Standalone: ``python -m sabench.aggregate --results results`` finds the runs from the folder layout.
 """
@@ -11,26 +13,41 @@ Standalone: ``python -m sabench.aggregate --results results`` finds the runs fro
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from sabench import scoring, stats
+from sabench.aggregate.read import (
+    Run,
+    concat_frames,
+    incomplete_row,
+    read_paper,
+    read_run_judgments,
+    run_row,
+    why_missing,
+)
+from sabench.aggregate.stream import (
+    CHUNK_ROWS,
+    TREE_COLUMNS,
+    JudgmentStream,
+    rubric_trees,
+    tree_rows,
+    typed,
+)
 from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
 from sabench.errors import UserError
-from sabench.faults import fault_path, read_fault
 from sabench.grid import unpack_runs
 from sabench.index.directed import scan_tree
-from sabench.io import read_json, read_parquet_metadata, write_parquet, write_text
+from sabench.io import write_parquet, write_text
 from sabench.judges import stability
 from sabench.steps import json_object, step
-
-Run = tuple[str, str, str]
 
 PAPER_COLUMNS = [
     "paper",
@@ -82,7 +99,6 @@ COVERAGE_COLUMNS = [
 #: null: of any judge): the stage that did not complete, why (a fault cause of sabench.faults,
 #: ``failed``, ``not_run`` or ``stale``) and the one line a user needs.
 INCOMPLETE_COLUMNS = ["agent", "paper", "seed", "judge", "stage", "cause", "message"]
-TREE_COLUMNS = ["agent", "paper", "seed", "judge", "score", "n_leaves", "n_leaves_judged"]
 #: One row per line of a run's submission whose text addresses the judge (sabench.index.directed):
 #: never evidence for any judge, listed so that a reader sees who tried.
 DIRECTED_COLUMNS = ["agent", "paper", "seed", "file", "line", "text"]
@@ -104,246 +120,6 @@ TABLES: dict[str, list[str]] = {
     "judge_directed_text": DIRECTED_COLUMNS,
     "judge_stability": stability.STABILITY_COLUMNS,
 }
-_INT_COLUMNS = {
-    "n_sections",
-    "n_chars",
-    "n_saus",
-    "n_error",
-    "n_papers",
-    "n_runs",
-    "n_runs_complete",
-    "n_runs_incomplete",
-    "n_runs_failed_execution",
-    "n_saus_judged",
-    "n_saus_error",
-    "n_leaves",
-    "n_leaves_judged",
-    "line",
-    "count",
-    "n",
-}
-_FLOAT_COLUMNS = {
-    "score",
-    "ci_low",
-    "ci_high",
-    "share",
-    "exact_agreement",
-    "mae",
-    "kappa_quadratic",
-    "spearman",
-}
-_BOOL_COLUMNS = {"few_papers"}
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def _read_table(path: Path) -> pd.DataFrame:
-    """Read Parquet through pyarrow; a damaged file is the user's to fix, so say which."""
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(path).to_pandas()
-    except FileNotFoundError:
-        raise UserError(path, None, "missing (did its stage run?)") from None
-    except Exception as exc:  # pyarrow raises several types for a broken file
-        raise UserError(path, None, f"unreadable Parquet: {exc}") from None
-
-
-def _read_json(path: Path, *, required: bool = True) -> dict[str, Any]:
-    if not path.is_file():
-        if required:
-            raise UserError(path, None, "missing (did its stage run?)")
-        return {}
-    try:
-        data = read_json(path)
-    except json.JSONDecodeError as exc:
-        raise UserError(path, None, f"invalid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise UserError(path, None, "expected a JSON object")
-    return data
-
-
-def _concat(frames: Sequence[pd.DataFrame], columns: Sequence[str]) -> pd.DataFrame:
-    """Concatenate through Arrow so all-null columns of one file take the others' types."""
-    import pyarrow as pa
-
-    frames = [f for f in frames if not f.empty]
-    if not frames:
-        return pd.DataFrame(columns=list(columns))
-    tables = [pa.Table.from_pandas(f, preserve_index=False) for f in frames]
-    return pa.concat_tables(tables, promote_options="permissive").to_pandas()
-
-
-def _read_paper(root: Path, paper: str) -> tuple[dict[str, Any], pd.DataFrame, str | None]:
-    folder = root / "papers" / paper
-    meta = _read_json(folder / "paper.json")
-    saus_path = folder / "saus.parquet"
-    saus = _read_table(saus_path)
-    missing = [c for c in SAU_COLUMNS if c not in saus.columns]
-    if missing:
-        raise UserError(saus_path, missing[0], "column missing")
-    sau_hash = read_parquet_metadata(saus_path).get("sau_set_hash")
-    saus["sau_set_hash"] = sau_hash
-    sections = meta.get("sections") or []
-    row = {
-        "paper": paper,
-        "title": meta.get("title"),
-        "sha256": meta.get("sha256"),
-        "source_format": meta.get("source_format"),
-        "n_sections": len(sections) if isinstance(sections, list) else 0,
-        "n_chars": meta.get("n_chars"),
-        "n_saus": len(saus),
-        "sau_set_hash": sau_hash,
-        "has_tree": scoring.has_tree(saus),
-    }
-    return row, saus, sau_hash
-
-
-def _run_row(root: Path, run: Run) -> dict[str, Any]:
-    agent, paper, seed = run
-    folder = root / "runs" / agent / paper / seed
-    a = _read_json(folder / "agent.json")
-    e = _read_json(folder / "execution.json", required=False)
-    return {
-        "agent": agent,
-        "paper": paper,
-        "seed": seed,
-        "agent_kind": a.get("kind"),
-        "agent_status": a.get("status"),
-        "model": a.get("model"),
-        "steps": a.get("steps"),
-        "agent_wall_s": a.get("wall_s"),
-        "prompt_tokens": a.get("prompt_tokens"),
-        "completion_tokens": a.get("completion_tokens"),
-        "cost_usd": a.get("cost_usd"),
-        "agent_error": a.get("error"),
-        "execution_status": e.get("status"),
-        "exit_code": e.get("exit_code"),
-        "execution_wall_s": e.get("wall_s"),
-        "peak_mem_mb": e.get("peak_mem_mb"),
-        "backend": e.get("backend"),
-        "isolation": e.get("isolation"),
-        "image": e.get("image"),
-        "log_bytes": e.get("log_bytes"),
-        "metrics": json.dumps(e.get("metrics") or {}, sort_keys=True, default=str),
-        "submission_hash": a.get("submission_hash"),
-    }
-
-
-def _last_line(path: Path) -> str:
-    """The last non-empty line of a log: what a failed step said last."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, fh.seek(0, 2) - 4096))
-            lines = fh.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return ""
-    return next((ln.strip() for ln in reversed(lines) if ln.strip()), "")[:500]
-
-
-def _why_missing(run_dir: Path, stage: str, log: Path) -> tuple[str, str]:
-    """(cause, message) of a stage whose output is absent: its fault record when that is the
-    newest word on it, ``failed`` when its job left a log, else ``not_run``."""
-    fault = read_fault(run_dir, stage)
-    fault_file = fault_path(run_dir, stage)
-    if fault and (not log.is_file() or fault_file.stat().st_mtime + 5 >= log.stat().st_mtime):
-        return str(fault.get("cause")), str(fault.get("message") or "")
-    if log.is_file():
-        return "failed", f"{log}: {_last_line(log)}"
-    return "not_run", ""
-
-
-def _judgment_frame(path: Path, run: Run) -> pd.DataFrame:
-    """A run's judgments file, checked against the folder it lies in."""
-    frame = _read_table(path)
-    missing = [c for c in JUDGMENT_COLUMNS if c not in frame.columns]
-    if missing:
-        raise UserError(path, missing[0], "column missing")
-    if frame.empty:
-        return frame
-    frame["seed"] = frame["seed"].astype(str)
-    for col, want in zip(("agent", "paper", "seed"), run, strict=True):
-        other = set(frame[col].astype(str)) - {want}
-        if other:
-            raise UserError(path, col, f"rows name {sorted(other)[0]!r}, the folder {want!r}")
-    return frame
-
-
-def _stale(frame: pd.DataFrame, sau_hash: str | None, submission_hash: str | None) -> str | None:
-    """Why judgments are not of the run as it is now (another SAU set, another submission)."""
-    hashes = {h if isinstance(h, str) and h else None for h in frame["sau_set_hash"]}
-    other = sorted(str(h) for h in hashes if h != sau_hash)
-    if other:
-        return (
-            f"judged against SAU set {other[0]}, the paper's is {sau_hash}; "
-            "rerun its judges (SAU versions of one paper are never mixed)"
-        )
-    subs = {h for h in frame["submission_hash"] if isinstance(h, str) and h}
-    if submission_hash and subs - {submission_hash}:
-        return f"judged submission {sorted(subs)[0]}, the run's is {submission_hash}"
-    return None
-
-
-def read_run_judgments(
-    root: Path,
-    run: Run,
-    sau_hash: str | None,
-    submission_hash: str | None,
-    judges: Sequence[str] | None,
-) -> tuple[list[pd.DataFrame], list[dict[str, Any]]]:
-    """The current judgments of one run, per judge, and a row for each judge that has none.
-
-    ``judgments.parquet`` (all judges, merged) is read when present; a judge it lacks is read from
-    its own ``judge/<judge>.parquet``, so that after a failed grid the judges that completed count.
-    ``judges`` None: every judge found."""
-    from sabench.grid import judge_slug
-
-    agent, paper, seed = run
-    folder = root / "runs" / agent / paper / seed
-    merged = folder / "judgments.parquet"
-    files = [merged] if merged.is_file() else []
-    if not files and judges is None:
-        files = sorted((folder / "judge").glob("*.parquet"))
-    by_judge: dict[str, tuple[pd.DataFrame, Path]] = {}
-    for path in files:
-        frame = _judgment_frame(path, run)
-        by_judge.update({str(j): (g, path) for j, g in frame.groupby("judge", sort=False)})
-    wanted = list(judges) if judges is not None else list(by_judge)
-    frames, incomplete = [], []
-    if not wanted:  # no judge named and none found: the run was never judged
-        cause, message = _why_missing(folder, "judge", folder / "logs" / "judgments.log")
-        return [], [_incomplete(run, None, "judge", cause, message)]
-    for judge in wanted:
-        frame, path = by_judge.get(judge, (None, folder / "judge" / f"{judge_slug(judge)}.parquet"))
-        if frame is None and path.is_file():
-            frame = _judgment_frame(path, run)
-        stage = f"judge-{judge_slug(judge)}"
-        if frame is None:
-            cause, message = _why_missing(folder, stage, folder / "logs" / f"{stage}.log")
-            incomplete.append(_incomplete(run, judge, stage, cause, message))
-            continue
-        why = _stale(frame, sau_hash, submission_hash) if not frame.empty else None
-        if why:
-            incomplete.append(_incomplete(run, judge, stage, "stale", f"{path}: {why}"))
-            continue
-        frames.append(frame)
-    return frames, incomplete
-
-
-def _incomplete(
-    run: Run, judge: str | None, stage: str, cause: str, message: str
-) -> dict[str, Any]:
-    agent, paper, seed = run
-    return {
-        "agent": agent,
-        "paper": paper,
-        "seed": seed,
-        "judge": judge,
-        "stage": stage,
-        "cause": cause,
-        "message": message,
-    }
 
 
 # --------------------------------------------------------------------------- derived tables
@@ -351,39 +127,29 @@ def _incomplete(
 
 def coverage(
     runs: pd.DataFrame,
-    judgments: pd.DataFrame,
+    counts: pd.DataFrame,
+    seen_judges: Sequence[object] = (),
     grid: Sequence[Run] | None = None,
     judges: Sequence[str] | None = None,
     incomplete: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per agent and judge: runs in the grid, runs with current judgments and those without (with
     their causes, ``cause=count``), runs whose execution did not end ``ok``, SAUs scored and SAUs
-    with an ``error`` verdict (excluded from the scores, so reported here)."""
+    with an ``error`` verdict (excluded from the scores, so reported here).
+
+    ``counts``: SAUs judged and in error per (agent, judge) (``stream.judgment_counts``);
+    ``seen_judges``: the judges of the judgments, in first-seen order."""
     grid = (
         list(grid)
         if grid is not None
         else list(runs[["agent", "paper", "seed"]].itertuples(index=False, name=None))
     )
     incomplete = incomplete if incomplete is not None else pd.DataFrame(columns=INCOMPLETE_COLUMNS)
-    judge_names = list(judges) if judges is not None else []
-    judge_names = list(
-        dict.fromkeys([*judge_names, *judgments.get("judge", pd.Series(dtype=str)).unique()])
-    )
+    judge_names = list(dict.fromkeys([*(judges or []), *seen_judges]))
     if not grid or not judge_names:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     failed = runs["execution_status"].notna() & (runs["execution_status"] != "ok")
     n_failed = runs.assign(failed=failed).groupby("agent")["failed"].sum()
-    is_error = scoring.claim_scores(judgments).isna() if not judgments.empty else pd.Series()
-    counts = (
-        judgments.assign(is_error=is_error.to_numpy())
-        .groupby(["agent", "judge"])
-        .agg(
-            n_saus_judged=("is_error", lambda s: int((~s).sum())),
-            n_saus_error=("is_error", "sum"),
-        )
-        if not judgments.empty
-        else pd.DataFrame(columns=["n_saus_judged", "n_saus_error"])
-    )
     n_grid: dict[str, int] = {}
     for agent, _, _ in grid:
         n_grid[agent] = n_grid.get(agent, 0) + 1
@@ -419,53 +185,9 @@ def coverage(
 
 def tree_scores(saus: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
     """PaperBench's weighted tree score per run and judge, for papers whose SAUs carry a tree."""
-    rows = []
     if judgments.empty or saus.empty:
         return pd.DataFrame(columns=TREE_COLUMNS)
-    values = judgments.assign(value=scoring.claim_scores(judgments).to_numpy())
-    for paper, paper_saus in saus.groupby("paper", sort=True):
-        if not scoring.has_tree(paper_saus):
-            continue
-        try:
-            tree = scoring.RubricTree.from_saus(paper_saus)
-        except ValueError as exc:
-            raise UserError(f"papers/{paper}/saus.parquet", "parent", str(exc)) from None
-        judged = values[values["paper"] == paper]
-        for (agent, seed, judge), group in judged.groupby(["agent", "seed", "judge"], sort=True):
-            leaf_scores = dict(zip(group["sau_id"], group["value"], strict=True))
-            rows.append(
-                {
-                    "agent": agent,
-                    "paper": paper,
-                    "seed": seed,
-                    "judge": judge,
-                    "score": tree.score(leaf_scores),
-                    "n_leaves": len(tree.leaves),
-                    "n_leaves_judged": tree.n_judged(leaf_scores),
-                }
-            )
-    return pd.DataFrame(rows, columns=TREE_COLUMNS)
-
-
-def _typed(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
-    """Fixed column order and dtypes, so even an empty table has a stable Parquet schema."""
-    frame = frame.copy()
-    for col in columns:
-        if col not in frame.columns:
-            frame[col] = None
-    extra = [c for c in frame.columns if c not in columns]
-    frame = frame[[*columns, *extra]]
-    for col in columns:
-        if col in _INT_COLUMNS:
-            values = pd.to_numeric(frame[col])
-            frame[col] = values.astype("Int64" if values.isna().any() else "int64")
-        elif col in _FLOAT_COLUMNS:
-            frame[col] = pd.to_numeric(frame[col]).astype(float)
-        elif col in _BOOL_COLUMNS:
-            frame[col] = frame[col].astype(bool)
-        elif frame.empty and frame[col].dtype == object:
-            frame[col] = frame[col].astype("string")
-    return frame.reset_index(drop=True)
+    return tree_rows(rubric_trees(saus), judgments)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -479,6 +201,8 @@ def aggregate(
     *,
     judges: Sequence[str] | None = None,
     execute: bool | None = None,
+    load_judgments: bool = True,
+    chunk_rows: int = CHUNK_ROWS,
 ) -> dict[str, pd.DataFrame]:
     """Tabulate every run of the grid that completed; name the others; write the tables.
 
@@ -488,7 +212,11 @@ def aggregate(
     did not complete, gets a row of ``incomplete_runs`` and is left out of every score. So one
     broken paper or one provider outage costs those runs only, and a one-paper rerun updates the
     grid's tables instead of replacing them. ``judges`` None: whatever judgments are there.
-    Raises UserError (naming the file) when a file that is there is malformed.
+
+    The judgments stream to their table ``chunk_rows`` at a time (``sabench.aggregate.stream``), so
+    memory does not grow with them; ``load_judgments`` False leaves that table out of the answer
+    (at 5 million judgments it alone would not fit). Raises UserError (naming the file) when a
+    file that is there is malformed.
     """
     results_root, out_tables = Path(results_root), Path(out_tables)
     grid: list[Run] = [(str(a), str(p), str(s)) for a, p, s in runs]
@@ -501,74 +229,75 @@ def aggregate(
         if not (folder / "paper.json").is_file():
             broken[paper] = (
                 "ingest",
-                *_why_missing(folder, "ingest", logs / "ingest" / f"{paper}.log"),
+                *why_missing(folder, "ingest", logs / "ingest" / f"{paper}.log"),
             )
             continue
         if not (folder / "saus.parquet").is_file():
-            broken[paper] = ("saus", *_why_missing(folder, "saus", logs / "saus" / f"{paper}.log"))
+            broken[paper] = ("saus", *why_missing(folder, "saus", logs / "saus" / f"{paper}.log"))
             continue
-        row, saus, sau_hash = _read_paper(results_root, paper)
+        row, saus, sau_hash = read_paper(results_root, paper)
         paper_rows.append(row)
         sau_frames.append(saus)
         hashes[paper] = sau_hash
+    saus_t = concat_frames(sau_frames, TABLES["saus"])
     run_rows: list[dict[str, Any]] = []
-    judgment_frames: list[pd.DataFrame] = []
     incomplete: list[dict[str, Any]] = []
     directed: list[tuple[str, str, str, str, int, str]] = []
-    for run in grid:
-        agent, paper, seed = run
-        folder = results_root / "runs" / agent / paper / seed
-        if paper in broken:
-            stage, cause, message = broken[paper]
-            incomplete.append(_incomplete(run, None, stage, cause, message))
-            continue
-        if not (folder / "agent.json").is_file():
-            cause, message = _why_missing(folder, "reproduce", folder / "agent.log")
-            incomplete.append(_incomplete(run, None, "reproduce", cause, message))
-            continue
-        row = _run_row(results_root, run)
-        run_rows.append(row)
-        directed += [
-            (agent, paper, seed, d.file, d.line, d.text[:300])
-            for d in scan_tree(folder / "submission")
-        ]
-        if execute and not (folder / "execution.json").is_file():
-            cause, message = _why_missing(folder, "execute", folder / "execution.log")
-            incomplete.append(_incomplete(run, None, "execute", cause, message))
-            continue
-        frames, missing = read_run_judgments(
-            results_root, run, hashes[paper], row["submission_hash"], judges
-        )
-        judgment_frames += frames
-        incomplete += missing
+    out_tables.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".judgments-", dir=out_tables) as parts:
+        stream = JudgmentStream(Path(parts), saus_t, chunk_rows)
+        for run in grid:
+            agent, paper, seed = run
+            folder = results_root / "runs" / agent / paper / seed
+            if paper in broken:
+                stage, cause, message = broken[paper]
+                incomplete.append(incomplete_row(run, None, stage, cause, message))
+                continue
+            if not (folder / "agent.json").is_file():
+                cause, message = why_missing(folder, "reproduce", folder / "agent.log")
+                incomplete.append(incomplete_row(run, None, "reproduce", cause, message))
+                continue
+            row = run_row(results_root, run)
+            run_rows.append(row)
+            directed += [
+                (agent, paper, seed, d.file, d.line, d.text[:300])
+                for d in scan_tree(folder / "submission")
+            ]
+            if execute and not (folder / "execution.json").is_file():
+                cause, message = why_missing(folder, "execute", folder / "execution.log")
+                incomplete.append(incomplete_row(run, None, "execute", cause, message))
+                continue
+            found, missing = read_run_judgments(
+                results_root, run, hashes[paper], row["submission_hash"], judges
+            )
+            stream.add(found)
+            incomplete += missing
+        derived = stream.derived_tables()
+        judgments_path = out_tables / "judgments.parquet"
+        if stream.n_rows:
+            stream.write(judgments_path, table="judgments")
+        else:
+            empty = typed(pd.DataFrame(columns=JUDGMENT_COLUMNS), JUDGMENT_COLUMNS)
+            write_parquet(judgments_path, empty, table="judgments")
 
-    papers_t = pd.DataFrame(paper_rows, columns=PAPER_COLUMNS)
-    saus_t = _concat(sau_frames, TABLES["saus"])
     runs_t = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
-    judgments_t = _concat(judgment_frames, JUDGMENT_COLUMNS)
     incomplete_t = pd.DataFrame(incomplete, columns=INCOMPLETE_COLUMNS)
-    by_run = scoring.run_scores(judgments_t)
-    agreement, confusion = scoring.agreement(judgments_t)
+    counts = derived.pop("counts")
     tables = {
-        "papers": papers_t,
+        "papers": pd.DataFrame(paper_rows, columns=PAPER_COLUMNS),
         "saus": saus_t,
         "runs": runs_t,
-        "judgments": judgments_t,
-        "scores_by_run": by_run,
-        "scores_by_agent": scoring.agent_scores(by_run),
-        "coverage": coverage(runs_t, judgments_t, grid, judges, incomplete_t),
-        "tree_scores": tree_scores(saus_t, judgments_t),
-        "error_taxonomy": scoring.error_taxonomy(judgments_t),
-        "judge_agreement": agreement,
-        "judge_confusion": confusion,
+        **derived,
+        "coverage": coverage(runs_t, counts, list(stream.judges), grid, judges, incomplete_t),
         "incomplete_runs": incomplete_t,
         "judge_directed_text": pd.DataFrame(directed, columns=DIRECTED_COLUMNS),
-        "judge_stability": stability.judge_stability(judgments_t),
     }
-    tables = {name: _typed(frame, TABLES[name]) for name, frame in tables.items()}
+    tables = {name: typed(tables[name], TABLES[name]) for name in TABLES if name in tables}
     for name, frame in tables.items():
         write_parquet(out_tables / f"{name}.parquet", frame, table=name)
-    return tables
+    if load_judgments:
+        tables["judgments"] = pq.read_table(judgments_path).to_pandas()
+    return {name: tables[name] for name in TABLES if name in tables}
 
 
 #: Left in the tables folder while the tables miss runs of the grid; an input of the aggregate
@@ -589,7 +318,9 @@ def write_tables(
     """The tables and ``summary.md`` under ``<results>/tables`` (the aggregate rule, and the
     workflow's onerror after a failed job); returns the summary."""
     out = Path(results_root) / "tables"
-    tables = aggregate(results_root, runs, papers, out, judges=judges, execute=execute)
+    tables = aggregate(
+        results_root, runs, papers, out, judges=judges, execute=execute, load_judgments=False
+    )
     summary = summary_markdown(tables)
     write_text(out / "summary.md", summary)
     marker = out / INCOMPLETE_MARKER
@@ -711,7 +442,10 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Aggregate a results folder into its tables.")
+    parser = argparse.ArgumentParser(
+        prog="python -m sabench.aggregate",
+        description="Aggregate a results folder into its tables.",
+    )
     parser.add_argument("--results", type=Path, required=True, help="the results root")
     parser.add_argument(
         "--out", type=Path, help="tables folder (default: <results>/tables; not with --grid)"
@@ -740,13 +474,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     runs, papers = discover(args.results)
     try:
-        tables = aggregate(args.results, runs, papers, args.out or args.results / "tables")
+        out = args.out or args.results / "tables"
+        tables = aggregate(args.results, runs, papers, out, load_judgments=False)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(summary_markdown(tables), end="")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

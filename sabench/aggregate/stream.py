@@ -1,0 +1,291 @@
+"""Every run's judgments streamed into ``tables/judgments.parquet`` chunk by chunk, with the tables
+derived from them computed per chunk and merged: memory is bounded by one chunk and the derived
+tables (a few rows per run), never by the grid's judgments.
+
+Exact, not approximate: a run's rows never straddle two chunks, so its scores, its tree scores and
+its judge/reference pairs come out of one chunk whole; counts add up; and the values that the
+agreement and stability figures are taken over are kept (a few numbers per judgment) in the grid's
+order, so every table equals the one an in-memory aggregation gives. Each chunk goes through pandas
+and back (~0.5 s per 200,000 judgments), so its column types are the ones the tables have always
+had (an integer column with a null is float, text is pandas' string type), and the file's schema is
+the union of the chunks' (a column all null in one chunk takes the others' type): each chunk is
+written as a part first, then the parts are cast and copied into the one file.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sabench import scoring
+from sabench.contracts import JUDGMENT_COLUMNS
+from sabench.errors import UserError
+from sabench.io import atomic_path, sabench_metadata
+from sabench.judges import stability
+
+#: Judgments per chunk: a chunk costs ~1.4 kB a judgment while in flight (Arrow, pandas with the
+#: evidence as Python objects, the part written), so ~70 MB; smaller chunks save little time.
+CHUNK_ROWS = 50_000
+TREE_COLUMNS = ["agent", "paper", "seed", "judge", "score", "n_leaves", "n_leaves_judged"]
+_STABILITY_KEYS = ["judge", "dimension", "k", "disagree", "sd"]
+#: Columns of the tables typed as integers, floats and booleans whatever their values (``typed``).
+_INT_COLUMNS = {
+    "n_sections",
+    "n_chars",
+    "n_saus",
+    "n_error",
+    "n_papers",
+    "n_runs",
+    "n_runs_complete",
+    "n_runs_incomplete",
+    "n_runs_failed_execution",
+    "n_saus_judged",
+    "n_saus_error",
+    "n_leaves",
+    "n_leaves_judged",
+    "line",
+    "count",
+    "n",
+}
+_FLOAT_COLUMNS = {
+    "score",
+    "ci_low",
+    "ci_high",
+    "share",
+    "exact_agreement",
+    "mae",
+    "kappa_quadratic",
+    "spearman",
+}
+_BOOL_COLUMNS = {"few_papers"}
+
+
+def rubric_trees(saus: pd.DataFrame) -> dict[str, scoring.RubricTree]:
+    """The rubric tree of every paper whose SAUs carry one, built once for the whole grid."""
+    trees = {}
+    for paper, paper_saus in saus.groupby("paper", sort=True) if not saus.empty else []:
+        if not scoring.has_tree(paper_saus):
+            continue
+        try:
+            trees[str(paper)] = scoring.RubricTree.from_saus(paper_saus)
+        except ValueError as exc:
+            raise UserError(f"papers/{paper}/saus.parquet", "parent", str(exc)) from None
+    return trees
+
+
+def tree_rows(trees: dict[str, scoring.RubricTree], judgments: pd.DataFrame) -> pd.DataFrame:
+    """PaperBench's weighted tree score per run and judge, sorted by paper, agent, seed, judge."""
+    rows = []
+    judged = judgments[judgments["paper"].isin(list(trees))] if trees else judgments.iloc[:0]
+    values = judged.assign(value=scoring.claim_scores(judged).to_numpy())
+    for (paper, agent, seed, judge), group in values.groupby(
+        ["paper", "agent", "seed", "judge"], sort=True
+    ):
+        tree = trees[paper]
+        leaf_scores = dict(zip(group["sau_id"], group["value"], strict=True))
+        rows.append(
+            {
+                "agent": agent,
+                "paper": paper,
+                "seed": seed,
+                "judge": judge,
+                "score": tree.score(leaf_scores),
+                "n_leaves": len(tree.leaves),
+                "n_leaves_judged": tree.n_judged(leaf_scores),
+            }
+        )
+    return pd.DataFrame(rows, columns=TREE_COLUMNS)
+
+
+def judgment_counts(judgments: pd.DataFrame) -> pd.DataFrame:
+    """SAUs scored and SAUs with an ``error`` verdict per agent and judge (``coverage``)."""
+    is_error = scoring.claim_scores(judgments).isna().to_numpy()
+    frame = judgments[["agent", "judge"]].assign(n_saus_judged=~is_error, n_saus_error=is_error)
+    return frame.groupby(["agent", "judge"]).sum().astype("int64")
+
+
+def _stability_answers(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Per judgment with two or more valid answers (``samples``): their number, whether their
+    verdicts differ and the standard deviation of their scores (what judge_stability averages)."""
+    rows = []
+    for judge, dimension, samples in zip(
+        judgments["judge"], judgments["dimension"], judgments["samples"], strict=True
+    ):
+        answers = stability.sample_answers(samples)
+        if len(answers) < 2:
+            continue
+        scores = [float(s["score"]) for s in answers]
+        disagree = len({s["verdict"] for s in answers}) > 1
+        rows.append((judge, dimension, len(answers), disagree, statistics.stdev(scores)))
+    return pd.DataFrame(rows, columns=_STABILITY_KEYS)
+
+
+def stability_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """``judge_stability`` (sabench.judges.stability) from :func:`_stability_answers`' rows."""
+    rows = []
+    for judge, by_judge in answers.groupby("judge", sort=True):
+        for dim, group in [*by_judge.groupby("dimension", sort=True), (scoring.OVERALL, by_judge)]:
+            rows.append(
+                {
+                    "judge": judge,
+                    "dimension": dim,
+                    "n_saus": len(group),
+                    "n_samples": int(group["k"].sum()),
+                    "share_disagree": float(group["disagree"].mean()),
+                    "score_sd": float(group["sd"].mean()),
+                }
+            )
+    dtypes = stability.judge_stability(pd.DataFrame()).dtypes  # its typed empty table
+    return pd.DataFrame(rows, columns=stability.STABILITY_COLUMNS).astype(dtypes.to_dict())
+
+
+def typed(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """Fixed column order and dtypes, so even an empty table has a stable Parquet schema."""
+    frame = frame.copy()
+    for col in columns:
+        if col not in frame.columns:
+            frame[col] = None
+    extra = [c for c in frame.columns if c not in columns]
+    frame = frame[[*columns, *extra]]
+    for col in columns:
+        if col in _INT_COLUMNS:
+            values = pd.to_numeric(frame[col])
+            frame[col] = values.astype("Int64" if values.isna().any() else "int64")
+        elif col in _FLOAT_COLUMNS:
+            frame[col] = pd.to_numeric(frame[col]).astype(float)
+        elif col in _BOOL_COLUMNS:
+            frame[col] = frame[col].astype(bool)
+        elif frame.empty and frame[col].dtype == object:
+            frame[col] = frame[col].astype("string")
+    return frame.reset_index(drop=True)
+
+
+class JudgmentStream:
+    """Takes the grid's judgments run by run; writes them and the tables derived from them."""
+
+    def __init__(self, parts: Path, saus: pd.DataFrame, chunk_rows: int = CHUNK_ROWS) -> None:
+        self.parts, self.chunk_rows = parts, chunk_rows
+        self._saus = saus
+        self._trees: dict[str, scoring.RubricTree] | None = None
+        self.n_rows = 0
+        self.judges: dict[object, None] = {}  # every judge seen, in first-seen order
+        self._buffer: list[pa.Table] = []
+        self._buffered = 0
+        self._files: list[Path] = []
+        self._derived: dict[str, list[pd.DataFrame]] = {
+            name: [] for name in ("runs", "counts", "taxonomy", "pairs", "trees", "stability")
+        }
+
+    def add(self, tables: list[pa.Table]) -> None:
+        """One run's judgments (a table per judge): a run is never split between chunks."""
+        tables = [t for t in tables if t.num_rows]
+        self._buffer += tables
+        self._buffered += sum(t.num_rows for t in tables)
+        if self._buffered >= self.chunk_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        chunk = pa.concat_tables(self._buffer, promote_options="permissive")
+        self._buffer, self._buffered = [], 0
+        self.n_rows += chunk.num_rows
+        frame = chunk.to_pandas()
+        self.judges.update(dict.fromkeys(frame["judge"].unique()))
+        derived = self._derived
+        derived["runs"].append(scoring.run_scores(frame))
+        derived["counts"].append(judgment_counts(frame))
+        derived["taxonomy"].append(scoring.taxonomy_counts(frame))
+        derived["pairs"].append(scoring.agreement_pairs(frame))
+        if self._trees is None:  # built at the first judgment: a tree nobody scored never fails
+            self._trees = rubric_trees(self._saus)
+        derived["trees"].append(tree_rows(self._trees, frame))
+        if "samples" in frame.columns:
+            derived["stability"].append(_stability_answers(frame))
+        path = self.parts / f"part-{len(self._files):06d}.parquet"
+        part = pa.Table.from_pandas(typed(frame, JUDGMENT_COLUMNS), preserve_index=False)
+        pq.write_table(part, path)
+        self._files.append(path)
+
+    def derived_tables(self) -> dict[str, pd.DataFrame]:
+        """The tables derived from the judgments, and ``counts`` (for ``coverage``)."""
+        self._flush()
+        parts = {name: [f for f in frames if not f.empty] for name, frames in self._derived.items()}
+        by_run = (
+            scoring.sort_by_dimension(
+                pd.concat(parts["runs"], ignore_index=True),
+                ["agent", "paper", "seed", "judge", "dimension"],
+            )
+            if parts["runs"]
+            else pd.DataFrame(columns=scoring.RUN_SCORE_COLUMNS)
+        )
+        counts = (
+            pd.concat(parts["counts"]).groupby(level=[0, 1]).sum()
+            if parts["counts"]
+            else pd.DataFrame(columns=["n_saus_judged", "n_saus_error"])
+        )
+        taxonomy = (
+            pd.concat(parts["taxonomy"], ignore_index=True)
+            .groupby(scoring.TAXONOMY_KEYS, dropna=False, sort=False)["count"]
+            .sum()
+            .reset_index()
+            if parts["taxonomy"]
+            else pd.DataFrame(columns=[*scoring.TAXONOMY_KEYS, "count"])
+        )
+        pairs = (
+            pd.concat(parts["pairs"], ignore_index=True)
+            if parts["pairs"]
+            else pd.DataFrame(columns=scoring.PAIR_COLUMNS)
+        )
+        agreement, confusion = scoring.agreement_tables(pairs)
+        trees = (
+            pd.concat(parts["trees"], ignore_index=True)
+            .sort_values(["paper", "agent", "seed", "judge"], kind="mergesort")
+            .reset_index(drop=True)
+            if parts["trees"]
+            else pd.DataFrame(columns=TREE_COLUMNS)
+        )
+        answers = (
+            pd.concat(parts["stability"], ignore_index=True)
+            if parts["stability"]
+            else pd.DataFrame(columns=_STABILITY_KEYS)
+        )
+        return {
+            "scores_by_run": by_run,
+            "scores_by_agent": scoring.agent_scores(by_run),
+            "tree_scores": trees,
+            "error_taxonomy": scoring.taxonomy_shares(taxonomy),
+            "judge_agreement": agreement,
+            "judge_confusion": confusion,
+            "judge_stability": stability_table(answers),
+            "counts": counts,
+        }
+
+    def write(self, path: Path, **metadata: str) -> None:
+        """The parts as one Parquet file, in the grid's order, under the union of their schemas."""
+        self._flush()
+        schemas = [pq.read_schema(p) for p in self._files]
+        schema = pa.unify_schemas(schemas, promote_options="permissive")
+        empty = schema.empty_table().to_pandas()
+        pandas_meta = pa.Table.from_pandas(empty, schema=schema, preserve_index=False).schema
+        schema = schema.with_metadata(sabench_metadata(pandas_meta.metadata, **metadata))
+        with atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema) as writer:
+            for part in self._files:
+                table = pq.read_table(part)
+                writer.write_table(
+                    pa.table(
+                        [
+                            table[f.name].cast(f.type)
+                            if f.name in table.column_names
+                            else pa.nulls(table.num_rows, f.type)
+                            for f in schema
+                        ],
+                        schema=schema,
+                    )
+                )
+                part.unlink()
