@@ -24,8 +24,6 @@ from pathlib import Path
 
 import yaml
 
-from sabench.judges.registry import judge_kind
-
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 FLAT = """
@@ -40,10 +38,9 @@ SAME_SHAPE = """
 PAPERS = __PAPERS__
 RUNS = __RUNS__
 PAPER_RUNS = list(dict.fromkeys((a, s) for a, _, s in RUNS))
-ALONE = __ALONE__
-BATCHED = __BATCHED__
+JUDGES = __JUDGES__
 wildcard_constraints:
-    judge="|".join(ALONE)
+    judge="|".join(JUDGES)
 RUN = "r/runs/{agent}/{paper}/{seed}"
 def paper_runs(name):
     return [f"r/runs/{a}/{{paper}}/{s}/{name}" for a, s in PAPER_RUNS]
@@ -68,12 +65,8 @@ rule judge:
     input: RUN + "/submission", RUN + "/execution.json", RUN + "/agent.json", "r/papers/{paper}/saus.parquet"
     output: RUN + "/judge/{judge}.parquet"
     shell: "touch {output}"
-rule judge_batch:
-    input: paper_runs("submission"), paper_runs("execution.json"), paper_runs("agent.json"), "r/papers/{paper}/saus.parquet"
-    output: [f for j in BATCHED for f in paper_runs(f"judge/{j}.parquet")]
-    shell: "touch {output}"
 rule judgments:
-    input: [f for j in ALONE + BATCHED for f in paper_runs(f"judge/{j}.parquet")]
+    input: [f for j in JUDGES for f in paper_runs(f"judge/{j}.parquet")]
     output: paper_runs("judgments.parquet")
     shell: "touch {output}"
 rule aggregate:
@@ -135,15 +128,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sabench-dag-") as tmp:
         root = Path(tmp)
         config, papers, runs = make_grid(root, args.papers, args.agents, args.seeds)
-        # one judge job per run for the judges that run code or call a model, one batched job
-        # per paper for the others, as in ours (docs/architecture.md, batched steps)
+        # as ours with executions (docs/architecture.md, batched steps): a judge job per run and
+        # judge, the merge per paper
         judges = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["judges"]
-        batched = [j for j in judges if judge_kind(j).batched]
         floor = (
             SAME_SHAPE.replace("__PAPERS__", repr(papers))
             .replace("__RUNS__", repr(runs))
-            .replace("__ALONE__", repr([j for j in judges if j not in batched]))
-            .replace("__BATCHED__", repr(batched))
+            .replace("__JUDGES__", repr(judges))
         )
         ours = [dry_run(["--config", *config], REPO) for _ in range(args.repeat)]
         jobs = ours[0][1]
