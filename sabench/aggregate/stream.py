@@ -14,7 +14,6 @@ written as a part first, then the parts are cast and copied into the one file.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,7 +31,6 @@ from sabench.judges import stability
 #: evidence as Python objects, the part written), so ~70 MB; smaller chunks save little time.
 CHUNK_ROWS = 50_000
 TREE_COLUMNS = ["agent", "paper", "seed", "judge", "score", "n_leaves", "n_leaves_judged"]
-_STABILITY_KEYS = ["judge", "dimension", "k", "disagree", "sd"]
 #: Columns of the tables typed as integers, floats and booleans whatever their values (``typed``).
 _INT_COLUMNS = {
     "n_sections",
@@ -109,41 +107,6 @@ def judgment_counts(judgments: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby(["agent", "judge"]).sum().astype("int64")
 
 
-def _stability_answers(judgments: pd.DataFrame) -> pd.DataFrame:
-    """Per judgment with two or more valid answers (``samples``): their number, whether their
-    verdicts differ and the standard deviation of their scores (what judge_stability averages)."""
-    rows = []
-    for judge, dimension, samples in zip(
-        judgments["judge"], judgments["dimension"], judgments["samples"], strict=True
-    ):
-        answers = stability.sample_answers(samples)
-        if len(answers) < 2:
-            continue
-        scores = [float(s["score"]) for s in answers]
-        disagree = len({s["verdict"] for s in answers}) > 1
-        rows.append((judge, dimension, len(answers), disagree, statistics.stdev(scores)))
-    return pd.DataFrame(rows, columns=_STABILITY_KEYS)
-
-
-def stability_table(answers: pd.DataFrame) -> pd.DataFrame:
-    """``judge_stability`` (sabench.judges.stability) from :func:`_stability_answers`' rows."""
-    rows = []
-    for judge, by_judge in answers.groupby("judge", sort=True):
-        for dim, group in [*by_judge.groupby("dimension", sort=True), (scoring.OVERALL, by_judge)]:
-            rows.append(
-                {
-                    "judge": judge,
-                    "dimension": dim,
-                    "n_saus": len(group),
-                    "n_samples": int(group["k"].sum()),
-                    "share_disagree": float(group["disagree"].mean()),
-                    "score_sd": float(group["sd"].mean()),
-                }
-            )
-    dtypes = stability.judge_stability(pd.DataFrame()).dtypes  # its typed empty table
-    return pd.DataFrame(rows, columns=stability.STABILITY_COLUMNS).astype(dtypes.to_dict())
-
-
 def typed(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     """Fixed column order and dtypes, so even an empty table has a stable Parquet schema."""
     frame = frame.copy()
@@ -206,7 +169,7 @@ class JudgmentStream:
             self._trees = rubric_trees(self._saus)
         derived["trees"].append(tree_rows(self._trees, frame))
         if "samples" in frame.columns:
-            derived["stability"].append(_stability_answers(frame))
+            derived["stability"].append(stability.sau_spreads(frame))
         path = self.parts / f"part-{len(self._files):06d}.parquet"
         part = pa.Table.from_pandas(typed(frame, JUDGMENT_COLUMNS), preserve_index=False)
         pq.write_table(part, path)
@@ -253,7 +216,7 @@ class JudgmentStream:
         answers = (
             pd.concat(parts["stability"], ignore_index=True)
             if parts["stability"]
-            else pd.DataFrame(columns=_STABILITY_KEYS)
+            else pd.DataFrame(columns=stability.SPREAD_COLUMNS)
         )
         return {
             "scores_by_run": by_run,
@@ -262,7 +225,7 @@ class JudgmentStream:
             "error_taxonomy": scoring.taxonomy_shares(taxonomy),
             "judge_agreement": agreement,
             "judge_confusion": confusion,
-            "judge_stability": stability_table(answers),
+            "judge_stability": stability.summarize(answers),
             "counts": counts,
         }
 

@@ -30,30 +30,37 @@ def sample_answers(value: Any) -> list[dict[str, Any]]:
     ]
 
 
+#: One row per SAU asked two or more times: its judge, dimension, number of valid answers,
+#: whether their verdicts differ, and the standard deviation of their scores.
+SPREAD_COLUMNS = ["judge", "dimension", "k", "disagree", "sd"]
+
+
 def judge_stability(judgments: pd.DataFrame) -> pd.DataFrame:
     """One row per judge x dimension (and ``overall``) over the SAUs with two or more answers."""
-    if judgments.empty or "samples" not in judgments.columns:
-        return _frame([])
-    per_sau = []
-    for rec in judgments[["judge", "dimension", "samples"]].itertuples(index=False):
-        answers = sample_answers(rec.samples)
-        if len(answers) < 2:
-            continue
-        scores = [float(s["score"]) for s in answers]
-        per_sau.append(
-            {
-                "judge": rec.judge,
-                "dimension": rec.dimension,
-                "k": len(answers),
-                "disagree": len({s["verdict"] for s in answers}) > 1,
-                "sd": statistics.stdev(scores),
-            }
-        )
-    if not per_sau:
-        return _frame([])
-    saus = pd.DataFrame(per_sau)
+    return summarize(sau_spreads(judgments))
+
+
+def sau_spreads(judgments: pd.DataFrame) -> pd.DataFrame:
+    """How the answers of each judgment with two or more valid ones spread (SPREAD_COLUMNS); the
+    streamed aggregation takes these per chunk and summarizes them once."""
     rows = []
-    for judge, by_judge in saus.groupby("judge", sort=True):
+    if not judgments.empty and "samples" in judgments.columns:
+        for judge, dimension, samples in zip(
+            judgments["judge"], judgments["dimension"], judgments["samples"], strict=True
+        ):
+            answers = sample_answers(samples)
+            if len(answers) < 2:
+                continue
+            scores = [float(s["score"]) for s in answers]
+            disagree = len({s["verdict"] for s in answers}) > 1
+            rows.append((judge, dimension, len(answers), disagree, statistics.stdev(scores)))
+    return pd.DataFrame(rows, columns=SPREAD_COLUMNS)
+
+
+def summarize(spreads: pd.DataFrame) -> pd.DataFrame:
+    """``judge_stability`` from :func:`sau_spreads` rows (of one or many chunks)."""
+    rows = []
+    for judge, by_judge in spreads.groupby("judge", sort=True):
         groups = [*by_judge.groupby("dimension", sort=True), (OVERALL, by_judge)]
         for dim, group in groups:
             rows.append(
