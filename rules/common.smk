@@ -241,9 +241,22 @@ RUN_GROUP = "runs"
 PAPER_GROUP = "papers"
 
 
+# Groups matter where jobs are submitted to a cluster, which counts them in nodes (`jobs:` of a
+# cluster profile, also in its dry run). A local run ignores groups, and laying them out would
+# slow its dry run: there is none.
+GROUPED = bool(workflow.resource_settings.nodes)
+
+
+def cluster_group(name):
+    return name if GROUPED else None
+
+
 def run_group(gpus):
     """The group of a run's job that asks for ``gpus`` (by agent): none when it asks for some."""
-    return lambda wildcards: None if gpus[wildcards.agent] else RUN_GROUP
+    groups = {
+        agent: None if n else cluster_group(RUN_GROUP) for agent, n in gpus.items()
+    }
+    return by_wildcard("agent", groups)
 
 
 def paper_runs(name, agents=None):

@@ -16,7 +16,7 @@ rule judge:
     log:
         run_file("logs/judge-{judge}.log"),
     group:
-        RUN_GROUP
+        cluster_group(RUN_GROUP)
     conda:
         "../envs/sabench.yaml"
     resources:
@@ -63,7 +63,7 @@ if JUDGED_IN_BATCHES:
         log:
             result("logs/judge/{paper}.log"),
         group:
-            PAPER_GROUP
+            cluster_group(PAPER_GROUP)
         conda:
             "../envs/sabench.yaml"
         resources:
