@@ -236,14 +236,11 @@ REPLAYED_SPECS = json.dumps(
 
 # On a cluster, CPU-only jobs share cluster jobs (docs/hpc.md): those of up to
 # `group-components: runs=N` runs, and the batched judges of up to `papers=N` papers
-# (profiles/slurm). A job with GPUs goes alone. Local runs ignore groups.
+# (profiles/slurm); a job with GPUs goes alone. Groups are set only where a profile counts jobs
+# in nodes (`jobs:`, as a cluster profile must, its dry run too): a local run ignores them, and
+# laying them out would slow its dry run.
 RUN_GROUP = "runs"
 PAPER_GROUP = "papers"
-
-
-# Groups matter where jobs are submitted to a cluster, which counts them in nodes (`jobs:` of a
-# cluster profile, also in its dry run). A local run ignores groups, and laying them out would
-# slow its dry run: there is none.
 GROUPED = bool(workflow.resource_settings.nodes)
 
 
@@ -269,19 +266,16 @@ def paper_runs(name, agents=None):
 
 
 def batch_verdicts(wildcards):
-    """The verdict files the batched judges of verdicts read for one paper's runs."""
-    files = []
-    for slug in BATCHED_JUDGES:
-        judge = JUDGE_BY_SLUG[slug]
-        if judge_kind(judge).verdicts:
-            settings = SETTINGS.config["judge_settings"][judge]
-            for a, s in PAPER_RUNS:
-                if a not in BATCHED_AGENTS:
-                    continue
-                run = {"agent": a, "paper": wildcards.paper, "seed": s}
-                path = verdict_file(judge, settings, run)
-                files += [str(path)] if path.is_file() else []
-    return files
+    """The verdict files the batched judges read for one paper's batched runs."""
+    return [
+        path
+        for slug in BATCHED_JUDGES
+        for a, s in PAPER_RUNS
+        if a in BATCHED_AGENTS
+        for path in verdict_inputs(
+            JUDGE_BY_SLUG[slug], {"agent": a, "paper": wildcards.paper, "seed": s}
+        )
+    ]
 
 
 def paper_inputs(wildcards):
@@ -297,15 +291,18 @@ def check_inputs(wildcards):
     return _check_inputs(wildcards.paper)
 
 
-def judge_verdicts(wildcards):
-    """The verdict file a judge of another benchmark's verdicts reads for this run, if any."""
-    judge = JUDGE_BY_SLUG[wildcards.judge]
+def verdict_inputs(judge, run):
+    """The verdict file ``judge`` reads for ``run`` (agent, paper, seed), if it reads one."""
     if not judge_kind(judge).verdicts:
         return []
-    path = verdict_file(
-        judge, SETTINGS.config["judge_settings"][judge], dict(wildcards)
-    )
+    path = verdict_file(judge, SETTINGS.config["judge_settings"][judge], run)
     return [str(path)] if path.is_file() else []
+
+
+def judge_verdicts(wildcards):
+    """The verdict file of one run's judge: a new version rejudges the run."""
+    run = {k: wildcards[k] for k in ("agent", "paper", "seed")}
+    return verdict_inputs(JUDGE_BY_SLUG[wildcards.judge], run)
 
 
 def by_wildcard(name, values):
@@ -314,11 +311,6 @@ def by_wildcard(name, values):
     if len(distinct) == 1:
         return next(iter(values.values()))
     return lambda wildcards: values[wildcards[name]]
-
-
-RUN_JUDGMENTS = expand(
-    f"{RUN}/judge/{{judge}}.parquet", judge=JUDGE_BY_SLUG, allow_missing=True
-)
 
 
 def all_runs(pattern):

@@ -50,7 +50,6 @@ if JUDGED_IN_BATCHES:
             submissions=paper_runs("submission", BATCHED_AGENTS),
             agents=paper_runs("agent.json", BATCHED_AGENTS),
             saus=paper_file("saus.parquet"),
-            view=ancient(paper_file("agent_view")),
             verdicts=batch_verdicts,
         output:
             [
@@ -76,7 +75,7 @@ if JUDGED_IN_BATCHES:
             judges=lambda wildcards: BATCH_JUDGE_PARAMS,
         shell:
             f"{PYTHON} -m sabench.judges.batch {{input.agents:q}} --saus {{input.saus:q}}"
-            " --judges {params.judges:q} --agent-view {input.view:q}"
+            " --judges {params.judges:q}"
             f"{' --merge' if MERGED_IN_BATCHES else ''} > {{log:q}} 2>&1"
 
 

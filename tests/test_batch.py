@@ -26,12 +26,12 @@ AGENTS = yaml.safe_load((REPO / "config" / "agents.yaml").read_text())
 
 
 def static() -> BatchJudge:
-    return BatchJudge("static", judge_fingerprint("static", {}), {}, {})
+    return BatchJudge("static", judge_fingerprint("static", {}), {})
 
 
 def reference(verdicts: Path) -> BatchJudge:
     settings = {"path": f"{verdicts}/{{agent}}.json"}
-    return BatchJudge("reference", judge_fingerprint("reference", settings), settings, {})
+    return BatchJudge("reference", judge_fingerprint("reference", settings), settings)
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def drop_outputs(runs: list[Path]) -> None:
 
 def test_each_run_keeps_its_own_outputs(paper: tuple[list[Path], Path]) -> None:
     runs, saus = paper
-    counts = judge_batch([static()], runs, saus, None)
+    counts = judge_batch([static()], runs, saus)
     assert counts == {"judged": 3, "cached": 0, "faulted": 0}
     for run in runs:
         frame = pd.read_parquet(run / "judge" / "static.parquet")
@@ -75,21 +75,21 @@ def test_each_run_keeps_its_own_outputs(paper: tuple[list[Path], Path]) -> None:
 
 def test_a_rerun_judges_only_the_runs_that_changed(paper: tuple[list[Path], Path]) -> None:
     runs, saus = paper
-    judge_batch([static()], runs, saus, None)
+    judge_batch([static()], runs, saus)
     first = {r: pd.read_parquet(r / "judge" / "static.parquet") for r in runs}
     drop_outputs(runs)
-    assert judge_batch([static()], runs, saus, None)["cached"] == 3
+    assert judge_batch([static()], runs, saus)["cached"] == 3
     for run in runs:
         pd.testing.assert_frame_equal(pd.read_parquet(run / "judge" / "static.parquet"), first[run])
     # the agents replayed again (new agent.json times, copies with the source's file times)
     replay_batch(AGENTS, [r / "agent.json" for r in runs], REPO)
     drop_outputs(runs)
-    assert judge_batch([static()], runs, saus, None)["cached"] == 3
+    assert judge_batch([static()], runs, saus)["cached"] == 3
     # one submission edited: that run alone is judged again
     edited = runs[0] / "submission" / "main.py"
     edited.write_text(edited.read_text() + "\n# edited\n")
     drop_outputs(runs)
-    assert judge_batch([static()], runs, saus, None) == {"judged": 1, "cached": 2, "faulted": 0}
+    assert judge_batch([static()], runs, saus) == {"judged": 1, "cached": 2, "faulted": 0}
     assert outcomes(runs) == ["judged", "cached", "cached"]
     assert len(list((runs[0] / "judge" / ".cache").glob("static.*.parquet"))) == 1
 
@@ -98,7 +98,7 @@ def test_adding_a_judge_runs_only_that_judge(
     paper: tuple[list[Path], Path], tmp_path: Path
 ) -> None:
     runs, saus = paper
-    judge_batch([static()], runs, saus, None)
+    judge_batch([static()], runs, saus)
     verdicts = tmp_path / "verdicts"
     verdicts.mkdir()
     for run in runs:
@@ -106,7 +106,7 @@ def test_adding_a_judge_runs_only_that_judge(
         data = {"dimensions": {"D1": {"claims": claims}}}
         (verdicts / f"{run.parts[-3]}.json").write_text(json.dumps(data))
     drop_outputs(runs)
-    counts = judge_batch([static(), reference(verdicts)], runs, saus, None)
+    counts = judge_batch([static(), reference(verdicts)], runs, saus)
     assert counts == {"judged": 3, "cached": 3, "faulted": 0}
     assert outcomes(runs) == ["cached"] * 3 and outcomes(runs, "reference") == ["judged"] * 3
     # a new version of one verdict file re-judges that run only
@@ -114,7 +114,7 @@ def test_adding_a_judge_runs_only_that_judge(
         (verdicts / "drifted.json").read_text().replace("1.0", "0.0")
     )
     drop_outputs(runs)
-    judge_batch([static(), reference(verdicts)], runs, saus, None)
+    judge_batch([static(), reference(verdicts)], runs, saus)
     assert outcomes(runs, "reference") == ["cached", "judged", "cached"]
 
 
@@ -134,12 +134,12 @@ def test_a_fault_is_recorded_for_its_run_and_the_rest_is_judged(
         return judge_run(name, settings, fingerprint, submission, *args, **kwargs)
 
     monkeypatch.setattr(run_module, "judge_run", failing)
-    assert judge_batch([static()], runs, saus, None) == {"judged": 2, "cached": 0, "faulted": 1}
+    assert judge_batch([static()], runs, saus) == {"judged": 2, "cached": 0, "faulted": 1}
     assert not (runs[1] / "judge" / "static.parquet").exists()
     assert read_fault(runs[1], "judge-static")["cause"] == "internal_error"
     monkeypatch.setattr(run_module, "judge_run", judge_run)
     drop_outputs(runs)
-    assert judge_batch([static()], runs, saus, None) == {"judged": 1, "cached": 2, "faulted": 0}
+    assert judge_batch([static()], runs, saus) == {"judged": 1, "cached": 2, "faulted": 0}
     assert read_fault(runs[1], "judge-static") is None
 
 
@@ -189,7 +189,7 @@ def test_merge_writes_each_runs_judgments(paper: tuple[list[Path], Path], tmp_pa
         (verdicts / f"{run.parts[-3]}.json").write_text(
             json.dumps({"dimensions": {"D1": {"claims": claims}}})
         )
-    judge_batch([static(), reference(verdicts)], runs, saus, None, merge=True)
+    judge_batch([static(), reference(verdicts)], runs, saus, merge=True)
     for run in runs:
         merged = pd.read_parquet(run / "judgments.parquet")
         assert merged.groupby("judge").size().to_dict() == {"reference": 1, "static": 21}

@@ -1,4 +1,5 @@
-"""The cheap judges of one paper's runs in one process (the workflow's judge_batch rule).
+"""The cheap judges of one paper's runs in one process (the workflow's judge_batch rule): those
+that call no model and run no code, so they need no sandbox settings and no agent view.
 
 A job per run and judge costs a process start and Snakemake's bookkeeping for a few milliseconds
 of work; one job per paper runs them all. What a job per run gave stays (docs/architecture.md,
@@ -43,7 +44,6 @@ class BatchJudge:
     name: str
     fingerprint: str
     settings: dict[str, Any]
-    runtime: dict[str, Any]
 
     @property
     def slug(self) -> str:
@@ -89,7 +89,6 @@ def judgment_key(judge: BatchJudge, run_dir: Path, saus: Path) -> str:
         "judge": judge.name,
         "fingerprint": judge.fingerprint,
         "settings": judge.settings,
-        "runtime": judge.runtime,
         "saus": _file_digest(saus),
         "agent": record,
         "execution": _file_digest(run_dir / "execution.json"),
@@ -114,9 +113,7 @@ def _store(out: Path, cache_dir: Path, slug: str, key: str) -> None:
         shutil.copyfile(out, tmp)
 
 
-def judge_one(
-    judge: BatchJudge, run_dir: Path, saus: Path, agent_view: Path | None
-) -> tuple[str, int | None]:
+def judge_one(judge: BatchJudge, run_dir: Path, saus: Path) -> tuple[str, int | None]:
     """Judge one run with one judge (or copy the cached judgment): (how, rows or None on fault)."""
     from sabench.judges.run import judge_run
     from sabench.locks import job_guard
@@ -142,8 +139,6 @@ def judge_one(
                 run_dir / "agent.json",
                 saus,
                 out,
-                agent_view=agent_view,
-                runtime=judge.runtime,
             )
         except Fault as fault:
             out.unlink(missing_ok=True)
@@ -158,7 +153,6 @@ def judge_batch(
     judges: list[BatchJudge],
     runs: list[Path],
     saus: Path,
-    agent_view: Path | None,
     *,
     merge: bool = False,
 ) -> dict[str, int]:
@@ -170,7 +164,7 @@ def judge_batch(
     counts = {"judged": 0, "cached": 0, "faulted": 0}
     for judge in judges:
         for run_dir in runs:
-            how, rows = judge_one(judge, run_dir, saus, agent_view)
+            how, rows = judge_one(judge, run_dir, saus)
             outcome = how.split()[0]
             counts[outcome if outcome in counts else "faulted"] += 1
             line = f"{run_dir}: {judge.name}: {how}" + (
@@ -189,9 +183,7 @@ def judge_batch(
 
 def _judges(text: str) -> list[BatchJudge]:
     return [
-        BatchJudge(
-            j["name"], j["fingerprint"], json.loads(j["settings_json"]), j.get("runtime", {})
-        )
+        BatchJudge(j["name"], j["fingerprint"], json.loads(j["settings_json"]))
         for j in json.loads(text)
     ]
 
@@ -214,7 +206,6 @@ def main(argv: list[str] | None = None) -> int:
         required=True,
         help='JSON list of {"name", "fingerprint", "settings_json"}, as the judge rule gets them',
     )
-    parser.add_argument("--agent-view", type=Path, help="the paper's agent_view/")
     parser.add_argument(
         "--merge",
         action="store_true",
@@ -226,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{record}: not found (a run's agent.json)")
     runs = [record.parent for record in args.records]
     with step(None, "judge"):
-        counts = judge_batch(args.judges, runs, args.saus, args.agent_view, merge=args.merge)
+        counts = judge_batch(args.judges, runs, args.saus, merge=args.merge)
     print(
         f"{len(runs)} run(s) x {len(args.judges)} judge(s): {counts['judged']} judged,"
         f" {counts['cached']} from the cache, {counts['faulted']} faulted"
