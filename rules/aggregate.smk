@@ -61,13 +61,15 @@ rule report:
     localrule: True
     conda:
         "../envs/sabench.yaml"
+    threads: 4
     resources:
         mem_mb=2000,
         disk_mb=1000,
         runtime=10,
     shell:
         f"{PYTHON} -m sabench.report --tables {{input:q}} --out {shlex.quote(result('report'))}"
-        f" --results {shlex.quote(R)} --config-hash {CONFIG_HASH} > {{log:q}} 2>&1"
+        f" --results {shlex.quote(R)} --config-hash {CONFIG_HASH} --workers {{threads}}"
+        " > {log:q} 2>&1"
 
 
 if SETTINGS.drift_runs:

@@ -255,10 +255,12 @@ def make_report(
     out_dir: Path,
     results: Path | None = None,
     config_hash: str | None = None,
+    workers: int = 1,
 ) -> list[Path]:
     """Write the three PNGs, ``index.html`` and the explorer's ``site/`` into ``out_dir``; returns
     their paths. ``results`` is the results root whose run folders give the code, logs and
-    transcripts of the run pages (without it, those pages show the tables only)."""
+    transcripts of the run pages (without it, those pages show the tables only); ``workers``
+    processes render the pages."""
     from matplotlib import rc_context
 
     from sabench.report_site import build_site
@@ -274,7 +276,7 @@ def make_report(
             plot_verdicts(taxonomy, out_dir / IMAGES[1]),
             plot_heatmap(by_run, out_dir / IMAGES[2]),
         ]
-    index, site = build_site(tables, out_dir, results, images, config_hash)
+    index, site = build_site(tables, out_dir, results, images, config_hash, workers)
     return [*images, index, site]
 
 
@@ -296,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         help="results root with the run folders (default: the tables folder's parent)",
     )
     parser.add_argument("--config-hash", help="the workflow config's hash, shown as provenance")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="processes that render the pages (default 1)"
+    )
     args = parser.parse_args(argv)
     tables: dict[str, pd.DataFrame] = {}
     for path in args.tables:
@@ -308,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     first = args.tables[0]
     results = args.results or (first if first.is_dir() else first.parent).resolve().parent
-    written = make_report(tables, args.out, results, args.config_hash)
+    written = make_report(tables, args.out, results, args.config_hash, max(1, args.workers))
     with step(None, "report") as log:  # the rule's log line; a user error above returns 2
         log.info("report: %s", ", ".join(str(p) for p in written))
     return 0

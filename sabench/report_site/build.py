@@ -40,14 +40,33 @@ def _env() -> Any:
     return env
 
 
+#: What forked workers render from (set before the pool forks, see build_site).
+_WORK: dict[str, Any] = {}
+
+
+def _paper_pages(paper: str) -> None:
+    """Write one paper's pages (its runs, its page, its disagreements). One
+    paper at a time, so that a judgment's cell and excerpts are built once for its three pages."""
+    site: Site = _WORK["site"]
+    render, page = _WORK["render"], _WORK["page"]
+    for run in site.runs_of_paper.get(paper, []):
+        page(site.run_href(run), render("run.html.j2", "../../../", **run_context(site, run)))
+    page(site.paper_href(paper), render("paper.html.j2", "../", **paper_context(site, paper)))
+    context = disagreements_context(site, paper, _WORK["disagreements"].get(paper, []))
+    page(site.disagreements_href(paper), render("disagreements.html.j2", "../", **context))
+
+
 def build_site(
     tables: dict[str, pd.DataFrame],
     out_dir: Path,
     results: Path | None,
     images: Sequence[Path] = (),
     config_hash: str | None = None,
+    workers: int = 1,
 ) -> tuple[Path, Path]:
-    """Write ``out_dir/site/`` (every page, atomically as one folder) and ``out_dir/index.html``."""
+    """Write ``out_dir/site/`` (every page, atomically as one folder) and ``out_dir/index.html``.
+    With ``workers`` > 1 the papers' pages are rendered by as many forked processes (the bulk of
+    the time: a run page shows every cited span); the pages are the same."""
     out_dir = Path(out_dir)
     env = _env()
     site = Site(tables, Sources(results))
@@ -79,17 +98,20 @@ def build_site(
             page(
                 site.agent_href(agent), render("agent.html.j2", "../", **agent_context(site, agent))
             )
-        for paper in site.papers:
-            page(
-                site.paper_href(paper), render("paper.html.j2", "../", **paper_context(site, paper))
-            )
-        for run in sorted(site.runs):
-            page(site.run_href(run), render("run.html.j2", "../../../", **run_context(site, run)))
-        disagreements = site.disagreements()
         page("disagreements.html", render("disagreements_index.html.j2", "", **summary))
-        for paper in site.papers:
-            context = disagreements_context(site, paper, disagreements.get(paper, []))
-            page(site.disagreements_href(paper), render("disagreements.html.j2", "../", **context))
+        _WORK.update(site=site, render=render, page=page, disagreements=site.disagreements())
+        try:
+            if workers > 1 and len(site.papers) > 1:
+                import multiprocessing
+
+                with multiprocessing.get_context("fork").Pool(workers) as pool:
+                    for _ in pool.imap_unordered(_paper_pages, site.papers):
+                        pass
+            else:
+                for paper in site.papers:
+                    _paper_pages(paper)
+        finally:
+            _WORK.clear()
     index = out_dir / "index.html"
     # self-contained but for its links into site/: snakemake --report embeds it alone
     inline = {"css": css, "js": js}

@@ -62,20 +62,20 @@ def highlight_lines(name: str, text: str) -> list[str]:
         lexer = _HASH if name != "Snakefile" and suffix != ".smk" else _PY
     if lexer is None or len(text) > _HIGHLIGHT_MAX_BYTES:
         return [escape(line) for line in text.split("\n")]
-    lines: list[str] = [""]
-
-    def emit(value: str, cls: str | None) -> None:
-        for i, part in enumerate(value.split("\n")):
-            if i:
-                lines.append("")
-            if part:
-                lines[-1] += f'<span class="{cls}">{escape(part)}</span>' if cls else escape(part)
-
+    # one escaped chunk per token, split into lines once: a token that spans lines is a span per
+    # line (none for an empty line), so that every line stands alone
+    chunks: list[str] = []
     at = 0
     for match in lexer.finditer(text):
         if match.start() > at:
-            emit(text[at : match.start()], None)
-        emit(match.group(), match.lastgroup)
+            chunks.append(escape(text[at : match.start()]))
+        value, cls = escape(match.group()), match.lastgroup
+        if "\n" in value:
+            chunks.append(
+                "\n".join(f'<span class="{cls}">{p}</span>' if p else "" for p in value.split("\n"))
+            )
+        else:
+            chunks.append(f'<span class="{cls}">{value}</span>')
         at = match.end()
-    emit(text[at:], None)
-    return lines
+    chunks.append(escape(text[at:]))
+    return "".join(chunks).split("\n")

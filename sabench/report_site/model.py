@@ -65,6 +65,11 @@ class Site:
             self.runs_of_agent[run[0]].append(run)
             self.runs_of_paper[run[1]].append(run)
         self.titles = {str(r["paper"]): as_text(r.get("title")) for r in records(get("papers"))}
+        self.directed: dict[Run, list[dict[str, Any]]] = defaultdict(list)
+        for rec in records(get("judge_directed_text")):
+            self.directed[(str(rec["agent"]), str(rec["paper"]), str(rec["seed"]))].append(rec)
+        # each judgment is shown on its run's, its paper's and maybe a disagreements page
+        self._cells: dict[tuple[Run, str, str, bool], dict[str, Any] | None] = {}
 
     # ----- links (relative to the site root)
 
@@ -106,6 +111,13 @@ class Site:
         return rows
 
     def cell(self, run: Run, sau_id: str, judge: str, code: bool = True) -> dict[str, Any] | None:
+        """One judgment as the pages show it (the same dict for every page: they only read it)."""
+        key = (run, sau_id, judge, code)
+        if key not in self._cells:
+            self._cells[key] = self._cell(run, sau_id, judge, code)
+        return self._cells[key]
+
+    def _cell(self, run: Run, sau_id: str, judge: str, code: bool) -> dict[str, Any] | None:
         rec = self.verdicts.get(run, {}).get(sau_id, {}).get(judge)
         if rec is None:
             return None

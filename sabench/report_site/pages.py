@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from sabench.report_site.formatting import as_text, mean, num, records, score_color, slug
+from sabench.report_site.formatting import as_text, mean, num, score_color, slug
 from sabench.report_site.model import Site
 from sabench.report_site.sources import LOG_TAIL_LINES, Run
 from sabench.report_site.summary import score_pivot
@@ -116,9 +116,7 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
         "bad": [s for s in saus if not s["ok"] and any(c for _, c in s["judges"])],
         "others": [(f"{r[0]} / seed {r[2]}", site.run_href(r)) for r in others],
         "directed": [
-            (f"{d['file']}:{d['line']}", as_text(d["text"]))
-            for d in records(site.tables.get("judge_directed_text"))
-            if (str(d["agent"]), str(d["paper"]), str(d["seed"])) == run
+            (f"{d['file']}:{d['line']}", as_text(d["text"])) for d in site.directed.get(run, [])
         ],
     }
 

@@ -31,6 +31,10 @@ class Sources:
         self.results = Path(results) if results is not None else None
         self._code: dict[tuple[Run, str], list[str] | None] = {}
         self._papers: dict[str, list[str]] = {}
+        # one excerpt per cited span and one paragraph per quote: the run, paper and disagreements
+        # pages show the same ones again (the templates only read them)
+        self._excerpts: dict[tuple[Run, str, int, int], dict[str, Any]] = {}
+        self._contexts: dict[tuple[str, str], str | None] = {}
 
     def run_dir(self, run: Run) -> Path | None:
         return self.results / "runs" / run[0] / run[1] / run[2] if self.results else None
@@ -51,6 +55,12 @@ class Sources:
 
     def excerpt(self, run: Run, ev: dict[str, Any]) -> dict[str, Any]:
         """One cited span: ``file:start-end`` and its highlighted lines (or why there are none)."""
+        key = (run, ev["file"], ev["start"], ev["end"])
+        if key not in self._excerpts:
+            self._excerpts[key] = self._excerpt(run, ev)
+        return self._excerpts[key]
+
+    def _excerpt(self, run: Run, ev: dict[str, Any]) -> dict[str, Any]:
         start, end = ev["start"], max(ev["end"], ev["start"])
         where = f"{ev['file']}:{start}" + (f"-{end}" if end != start else "")
         lines = self.code_lines(run, ev["file"])
@@ -114,6 +124,12 @@ class Sources:
 
     def context(self, paper: str, quote: str) -> str | None:
         """The paper's paragraph that holds ``quote``, with the quote marked (trimmed around it)."""
+        key = (paper, quote)
+        if key not in self._contexts:
+            self._contexts[key] = self._context(paper, quote)
+        return self._contexts[key]
+
+    def _context(self, paper: str, quote: str) -> str | None:
         needle = " ".join(quote.split()).lower()
         if len(needle) < 3:
             return None
