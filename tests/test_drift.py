@@ -154,3 +154,23 @@ def test_static_judge_sees_demo_drifts() -> None:
     assert summary.loc["swap", "recall"] >= 0.6
     assert (summary["false_alarm_rate"] <= 0.05).all()
     assert isinstance(summary, pd.DataFrame)
+
+
+def test_stub_with_cited_lines_stubs_the_cited_function(toy: Path) -> None:
+    """With another judge's cited lines, the stub goes where they are (the code credited for the
+    claim), not into a function elsewhere that only shares its name; no cited function that
+    carries the claim's terms: no stub mutant."""
+    claim = {"sau_id": "p-D2-002", "dimension": "D2", "claim": "The `loss` adds an L2 penalty."}
+    (toy / "penalty.py").write_text(
+        "def l2_penalty(w, lam):\n    total = lam * (w ** 2).sum()\n    return total\n\n\n"
+        "def unrelated(x):\n    return x + 1\n"
+    )
+    plain = by_type(make_mutants(toy, [claim], types=["stub"]))[("p-D2-002", "stub")]
+    assert "`loss` (main.py" in plain.description  # named after the claim
+    cited = {"p-D2-002": [("penalty.py", 2, 3)]}
+    (m,) = make_mutants(toy, [claim], cited=cited, types=["stub"])
+    assert set(m.files) == {"penalty.py"} and "`l2_penalty`" in m.description
+    assert "raise NotImplementedError" in m.files["penalty.py"]
+    assert "return x + 1" in m.files["penalty.py"]  # the other function stays
+    elsewhere = {"p-D2-002": [("penalty.py", 7, 7)]}
+    assert make_mutants(toy, [claim], cited=elsewhere, types=["stub"]) == []

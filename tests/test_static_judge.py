@@ -261,6 +261,58 @@ def test_best_evidence_in_a_stub_is_a_placeholder(tmp_path: Path) -> None:
     assert j.verdict == "placeholder"
 
 
+LOSSES = """\
+class BaseLoss:
+    def __call__(self, a, b):
+        raise NotImplementedError
+
+
+class InfoNCE(BaseLoss):
+    def __call__(self, a, b):
+        \"\"\"Contrastive InfoNCE loss: cosine logits over the batch, scaled by a temperature.\"\"\"
+{body}
+"""
+LOG = (
+    "def log_epoch(stats):\n"
+    '    """Print the contrastive loss, the temperature and the batch logits."""\n'
+    '    print("contrastive loss", stats["loss"], "temperature", stats["t"], "logits", stats["n"])\n'
+)
+REAL_BODY = "        logits = a @ b.T / 0.07\n        return cross_entropy(logits)"
+CLAIM_NCE = "The contrastive InfoNCE loss scales the cosine logits over the batch by a temperature."
+
+
+def test_stub_that_the_code_names_for_the_claim_is_a_placeholder(tmp_path: Path) -> None:
+    """The function whose name and docstring say it does the claim is the claim's evidence, even
+    when the claim's words also appear in live code elsewhere (a log line); a base class's
+    abstract method is an interface, not missing work."""
+    body = "        # TODO: the loss\n        raise NotImplementedError"
+    write(tmp_path, {"losses.py": LOSSES.format(body=body), "log.py": LOG})
+    j = judge_one(tmp_path, "D2", CLAIM_NCE)
+    assert (j.verdict, j.failure_mode) == ("placeholder", "placeholder"), j.reasoning
+    assert any(e.file == "losses.py" and e.start >= 6 for e in j.evidence)
+    write(tmp_path, {"losses.py": LOSSES.format(body=REAL_BODY)})
+    assert judge_one(tmp_path, "D2", CLAIM_NCE).verdict != "placeholder"
+
+
+def test_value_handed_only_to_a_stub_is_a_placeholder(tmp_path: Path) -> None:
+    """A setting passed by keyword only into a stub is configured, not used."""
+    main = (
+        "import argparse\n\nfrom model import Encoder\n\n\ndef main():\n"
+        "    p = argparse.ArgumentParser()\n"
+        '    p.add_argument("--temperature", type=float, default=0.07)\n'
+        "    args = p.parse_args()\n"
+        "    return Encoder(temperature=args.temperature)\n"
+    )
+    stub = "class Encoder:\n    def __init__(self, temperature):\n        # TODO\n        pass\n"
+    write(tmp_path, {"main.py": main, "model.py": stub})
+    j = judge_one(tmp_path, "D1", "The softmax temperature is 0.07.")
+    assert (j.verdict, j.failure_mode) == ("placeholder", "placeholder"), j.reasoning
+    assert "Encoder" in j.reasoning or "__init__" in j.reasoning
+    real = "class Encoder:\n    def __init__(self, temperature):\n        self.t = temperature\n"
+    write(tmp_path, {"model.py": real})
+    assert judge_one(tmp_path, "D1", "The softmax temperature is 0.07.").verdict == "aligned"
+
+
 def test_evidence_only_in_docs_is_missing(tmp_path: Path) -> None:
     write(
         tmp_path,

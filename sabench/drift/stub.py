@@ -15,7 +15,7 @@ from sabench.drift.mutants import (
     name_matches,
     parses,
 )
-from sabench.drift.operators import locate_statement
+from sabench.drift.operators import PROSE_TIE_SHARE, locate_statement
 
 STUB_BODY = "# TODO: implement\nraise NotImplementedError"
 
@@ -23,12 +23,15 @@ STUB_BODY = "# TODO: implement\nraise NotImplementedError"
 def locate_function(
     sub: Submission, claim: Any, cited: Sequence[tuple[str, int, int]] = ()
 ) -> tuple[PyFile, ast.FunctionDef | ast.AsyncFunctionDef] | None:
-    """The function that implements the claim: one named after a name of the claim, else the one
-    that holds the claim's statement."""
-    from sabench.judges.static import entity_keys
-
+    """The function that implements the claim. With lines another judge cited for it, only a
+    function holding cited lines: the one named after the claim, else the one whose name and cited
+    lines hold most of the claim's terms (stubbing code the judge did not credit breaks nothing
+    the claim is about). Without: one named after a name of the claim, else the one that holds the
+    claim's statement."""
+    if cited:
+        return _cited_function(sub, claim, cited)
     for name in [*claim.names, *claim.entities]:
-        keys = [k for k in entity_keys(name) if len(k) >= 3]
+        keys = _name_keys(name)
         for path in sub.code_files:
             pf = sub.py[path]
             for fn in pf.functions:
@@ -41,6 +44,46 @@ def locate_function(
         if fn is not None and not sub.stubbed(fn):
             return pf, fn
     return None
+
+
+def _name_keys(name: str) -> list[str]:
+    from sabench.judges.static import entity_keys
+
+    return [k for k in entity_keys(name) if len(k) >= 3]
+
+
+def _cited_function(
+    sub: Submission, claim: Any, cited: Sequence[tuple[str, int, int]]
+) -> tuple[PyFile, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    from sabench.index import text_terms
+
+    weights = claim.terms
+    total = sum(weights.values()) or 1.0
+    keys = [k for name in [*claim.names, *claim.entities] for k in _name_keys(name)]
+    best: tuple[tuple[int, float, int], PyFile, ast.FunctionDef | ast.AsyncFunctionDef] | None
+    best = None
+    for path in sub.code_files:
+        pf = sub.py[path]
+        spans = [(a, b) for f, a, b in cited if f == path]
+        if not spans:
+            continue
+        for fn in pf.functions:
+            start, end = fn.lineno, fn.end_lineno or fn.lineno
+            inside = [(max(a, start), min(b, end)) for a, b in spans if a <= end and b >= start]
+            if not inside or sub.stubbed(fn) or pf.function_at(inside[0][0]) is not fn:
+                continue  # the innermost function of the cited lines, not an enclosing class's
+            lines = [pf.lines[ln - 1] for a, b in inside for ln in range(a, b + 1)]
+            text = fn.name + " " + "".join(lines)
+            terms = set(text_terms(text))
+            hit = [t for t in weights if t in terms]
+            share = sum(weights[t] for t in hit) / total
+            named = int(bool(keys) and name_matches(fn.name, keys))
+            if not named and (len(hit) < 2 or share < PROSE_TIE_SHARE):
+                continue
+            key = (named, share, -(end - start))
+            if best is None or key > best[0]:
+                best = (key, pf, fn)
+    return (best[1], best[2]) if best else None
 
 
 def stub_mutant(

@@ -9,9 +9,27 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sabench.index import CODE, CONFIG, CodeIndex, Fact, Function, chunk_info, squash
+from sabench.index import (
+    CODE,
+    CONFIG,
+    CodeIndex,
+    Fact,
+    Function,
+    chunk_info,
+    squash,
+    text_terms,
+)
 from sabench.judges.static.claims import claim_frequencies, entity_keys
 from sabench.judges.static.params import RULES
+
+#: class names of interfaces, whose stub methods subclasses implement
+_INTERFACE_RE = re.compile(r"^(Base|Abstract)|(Base|Interface|Mixin|Protocol|ABC)$")
+#: words that mark a stub as missing work (as the index's stub rule reads them)
+_PLACEHOLDER_RE = re.compile(r"\b(TODO|FIXME|XXX|placeholder|not implemented|stub)\b", re.I)
+#: a value that reads a setting: ``args.lr``, ``cfg["lr"]``, ``lr``
+_READ_RE = re.compile(r"(?:^|\.)([A-Za-z_]\w*)$|\[['\"](\w+)['\"]\]$")
+#: an assignment of a class instance: ``TopKRouter(`` or ``nn.TopKRouter(``
+_INSTANCE_RE = re.compile(r"(?:\w+\.)*([A-Z]\w*)\(")
 
 
 @dataclass
@@ -73,6 +91,32 @@ class SubmissionContext:
         for fi, fn in enumerate(index.functions):
             for callee, _ in fn.calls:
                 self.callers[callee].append(fi)
+        #: a class's methods that run when it is called (``Loss()(x)``, ``self.loss(x)``)
+        self.call_methods: dict[str, list[Function]] = defaultdict(list)
+        for fn in index.functions:
+            owner, _, method = fn.qualname.rpartition(".")
+            if owner and method in ("forward", "__call__"):
+                self.call_methods[owner.rpartition(".")[2]].append(fn)
+        #: a class's constructor, which receives what ``Model(lr=...)`` passes
+        self.constructors: dict[str, list[Function]] = defaultdict(list)
+        for fn in index.functions:
+            owner, _, method = fn.qualname.rpartition(".")
+            if owner and method == "__init__":
+                self.constructors[owner.rpartition(".")[2]].append(fn)
+        #: keyword arguments by the name their value reads (``T=args.T`` under ``T``)
+        self.passed: dict[str, list[Fact]] = defaultdict(list)
+        for fact in index.facts:
+            m = _READ_RE.search(fact.value) if fact.kind == "kwarg" and fact.context else None
+            if m:
+                self.passed[m.group(1) or m.group(2)].append(fact)
+        # ``self.router = TopKRouter(...)``: a call of ``self.router`` runs TopKRouter's methods
+        for fact in index.facts:
+            m = _INSTANCE_RE.match(fact.value) if fact.kind == "assign" else None
+            attr = fact.name.rpartition(".")[2]
+            if m and attr not in self.call_methods and m.group(1) in self.call_methods:
+                self.call_methods[attr] = self.call_methods[m.group(1)]
+        #: code functions with the terms of their names and docstrings; interface stubs left out
+        self.described = self._described()
         self.main_scopes = self._main_scopes()
         self.reachable = self._reachable()
         self._fn_keys: list[tuple[Function, set[str]]] | None = None
@@ -85,6 +129,30 @@ class SubmissionContext:
             and any(not t.isdigit() for t in f.terms)
             and not (f.kind == "kwarg" and len([t for t in f.terms if not t.isdigit()]) < 2)
         ]
+
+    def _described(self) -> list[tuple[Function, frozenset[str]]]:
+        """The code's functions with what their names and docstrings say, less the stubs that are
+        interfaces, not missing work: a method of a base class (``BaseModel``, ``AbstractLoss``,
+        ``...Mixin``), or a stub whose name another function implements and whose lines have no
+        TODO/placeholder words."""
+        implemented = {fn.name for fn in self.index.functions if not fn.stub}
+        out = []
+        for fn in self.index.functions:
+            fid = self.fid_of.get(fn.file)
+            if fid not in self.code_fids:
+                continue
+            if fn.stub:
+                owner = fn.qualname.rpartition(".")[0].rpartition(".")[2]
+                if owner and _INTERFACE_RE.search(owner):
+                    continue
+                lines = self.index.files[fid].lines[fn.start - 1 : fn.end]
+                if fn.name in implemented and not _PLACEHOLDER_RE.search("\n".join(lines)):
+                    continue
+            out.append((fn, self.described_terms(fn)))
+        return out
+
+    def described_terms(self, fn: Function) -> frozenset[str]:
+        return frozenset(text_terms(f"{fn.qualname} {fn.docstring}"))
 
     def _main_scopes(self) -> list[Function]:
         """``if __name__ == "__main__":`` blocks as pseudo-functions (their calls, in order)."""
@@ -294,6 +362,44 @@ class SubmissionContext:
         return [x[2] for x in out[:5]]
 
     # --- functions ----------------------------------------------------------------------
+    def flows_into_stub(self, fact: Fact) -> Function | None:
+        """The stub a setting's value is passed to, when every call that passes it by keyword
+        (``Model(T=args.T)``) is a repo function or class whose code is a stub: the value is
+        configured and handed over, and nothing computes with it. None when any call is real
+        (or a library's), or none passes it."""
+        name = re.split(r"[.\[\]'\"]+", fact.name.lstrip("-").strip(".[]'\""))[-1]
+        found = None
+        for kw in self.passed.get(name, ()):
+            callee = kw.context[-1]
+            defs = self.by_name.get(callee) or self.constructors.get(callee)
+            if not defs or not all(f.stub for f in defs):
+                return None
+            found = found or defs[0]
+        return found
+
+    def stub_callees(self, fid: int, start: int, end: int) -> list[Function]:
+        """Repo functions called from lines ``start..end`` whose every definition is a stub:
+        the evidence is the code a window runs, not only the words it holds. A call of a class
+        resolves to its ``forward`` / ``__call__``."""
+        fn = self.function_at(fid, start)
+        calls = (
+            fn.calls
+            if fn is not None
+            else self.index.module_calls.get(self.index.files[fid].path, [])
+        )
+        out: list[Function] = []
+        for name, line in calls:
+            if not start <= line <= end:
+                continue
+            defs = [
+                f
+                for f in self.by_name.get(name) or self.call_methods.get(name) or ()
+                if self.fid_of.get(f.file) in self.code_fids
+            ]
+            if defs and all(f.stub for f in defs) and defs[0] not in out:
+                out.append(defs[0])
+        return out
+
     def functions_for(self, name: str) -> list[Function]:
         """Functions a claim's name refers to: ``r2`` -> ``r2_score``, ``k-means++`` -> ``kmeans_pp``."""
         if self._fn_keys is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from sabench.index import Fact, identifier_terms
+from sabench.index import Fact, Function, identifier_terms
 from sabench.judges.static.claims import Claim
 from sabench.judges.static.evidence import rounded_value
 from sabench.judges.static.outcome import Outcome
@@ -72,20 +72,34 @@ def judge_numbers(
     conflicts: list[str] = []
     evidence: list[tuple[int, int, int]] = []
     found_values: list[float] = []
+    in_stubs: list[Function] = []
     win_lines = {(w[0], ln) for w in ev for ln in range(w[1] - 3, w[2] + 4)}
     for num in claim.numbers:
         ctx_terms = _name_terms(num.context_words)
         near_terms = _name_terms(num.context_words[-1:])
         all_terms = ctx_terms + _name_terms(num.after_words)
-        best, best_fact = 0.0, None
+        best, best_fact, stubbed = 0.0, None, None
         for cand in num.candidates():
             for fact in judge.ctx.facts_by_value.get(rounded_value(cand), []):
-                if judge.ctx.fid_of.get(fact.file) not in judge.ctx.code_fids:
+                fid = judge.ctx.fid_of.get(fact.file)
+                if fid not in judge.ctx.code_fids or _name_sim(all_terms, fact) <= 0:
                     continue
-                sim = _name_sim(all_terms, fact)
-                score = 1.0 if sim > 0 else 0.0
-                if score > best:
-                    best, best_fact = score, fact
+                fn = judge.ctx.function_at(fid, fact.line)
+                if fn is None or not fn.stub:
+                    fn = judge.ctx.flows_into_stub(fact)
+                    fid = judge.ctx.fid_of[fn.file] if fn is not None else fid
+                if fn is not None:
+                    stubbed = stubbed or (fn, fid)  # its value reaches no computation
+                    continue
+                if best < 1.0:
+                    best, best_fact = 1.0, fact
+        if best_fact is None and stubbed is not None:
+            fn, fid = stubbed
+            in_stubs.append(fn)
+            evidence.append(judge.loc(fid, fn.start, fn.end))
+            supports.append(0.0)
+            notes.append(f"{num.text} only in or for the stub `{fn.name}`")
+            continue
         if best_fact is not None:
             supports.append(1.0)
             found_values.append(num.value)
@@ -138,6 +152,15 @@ def judge_numbers(
             0.0,
             "implementation_mismatch",
             "Value mismatch: " + "; ".join(conflicts[:3]) + ".",
+            evidence,
+        )
+    if in_stubs and not any(x > 0 for x in supports):
+        fn = in_stubs[0]
+        return Outcome(
+            "placeholder",
+            0.0,
+            "placeholder",
+            f"The claim's values are set only in or for `{fn.name}` ({fn.file}:{fn.start}), a stub.",
             evidence,
         )
     s = RULES["number_share"] * frac + (1 - RULES["number_share"]) * cov

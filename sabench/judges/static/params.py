@@ -26,6 +26,8 @@ RULES: dict[str, float] = {
     "entity_share": 0.15,  # D3 support: share of the named datasets/baselines/metrics found
     "step_share": 0.5,  # D4 support: share of the steps found, when the steps are named
     "anchor_credit": 1.0,  # a backticked name anchors a claim only where code (not a comment) has it
+    "stub_callee_share": 0.2,  # a stub the best evidence calls is the claim's: share of its terms
+    "own_stub_share": 0.3,  # a stub anywhere whose name and docstring hold this share of them
 }
 
 #: Support -> SA-Bench level: below BANDS[d][0] -> missing (0), then .25, .5, .75, and at or above

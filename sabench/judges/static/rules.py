@@ -8,7 +8,7 @@ import re
 from functools import cached_property
 from typing import Any
 
-from sabench.index import DOCS, TESTS, squash
+from sabench.index import DOCS, TESTS, Function, squash
 from sabench.judges.fabrication import Finding, literal_writes
 from sabench.judges.static.claims import Claim, entity_keys
 from sabench.judges.static.evidence import SubmissionContext, Window
@@ -190,6 +190,29 @@ class ClaimJudge:
         return None
 
     # --- stubs --------------------------------------------------------------------------
+    def _share(self, terms: frozenset[str], claim: Claim) -> float:
+        """Share of the claim's weighted terms in ``terms``; 0 unless one of them is specific
+        (not a word of every claim)."""
+        hit = [t for t in claim.terms if t in terms]
+        if not any(claim.terms[t] > RULES["generic_weight"] for t in hit):
+            return 0.0
+        return sum(claim.terms[t] for t in hit) / (sum(claim.terms.values()) or 1.0)
+
+    def _about_claim(self, fn: Function, claim: Claim) -> bool:
+        """Whether a function's name and docstring carry the claim (``stub_callee_share``)."""
+        return self._share(self.ctx.described_terms(fn), claim) >= RULES["stub_callee_share"]
+
+    def described_by(self, claim: Claim) -> Function | None:
+        """The code function whose name and docstring hold most of the claim's terms (at least
+        ``own_stub_share``; a real function wins a tie): where the code says the claim is done."""
+        best: tuple[float, bool] = (RULES["own_stub_share"], False)
+        found = None
+        for fn, terms in self.ctx.described:
+            key = (self._share(terms, claim), not fn.stub)
+            if key > best:
+                best, found = key, fn
+        return found
+
     def stub_check(self, claim: Claim, wins: list[Window]) -> Outcome | None:
         for name in [*claim.names, *claim.entities]:
             fns = self.ctx.functions_for(name)
@@ -208,17 +231,47 @@ class ClaimJudge:
                     f"pass/.../raise NotImplementedError or a TODO.",
                     [self.loc(fid, f.start, f.end)],
                 )
-        if wins and wins[0].stub:
+        if claim.dimension == "D1" and claim.numbers:
+            return self._stub_window(claim, wins)  # a value's stub is judge_numbers' to find
+        own = self.described_by(claim)
+        if own is not None and own.stub:
+            return Outcome(
+                "placeholder",
+                0.0,
+                "placeholder",
+                f"`{own.name}` ({own.file}:{own.start}), the function whose name and docstring "
+                "describe the claim best, is a stub.",
+                [self.loc(self.ctx.fid_of[own.file], own.start, own.end)],
+            )
+        if wins and not wins[0].stub:
             best = wins[0]
-            rivals = [w for w in wins[1:] if not w.stub and w.score >= best.score * 0.9]
-            if not rivals:
-                fn = self.ctx.function_at(best.fid, best.start)
-                if fn is not None:
+            for fn in self.ctx.stub_callees(best.fid, best.start, best.end):
+                if self._about_claim(fn, claim):
+                    fid = self.ctx.fid_of[fn.file]
                     return Outcome(
                         "placeholder",
                         0.0,
                         "placeholder",
-                        f"The best evidence is `{fn.name}` ({fn.file}:{fn.start}), a stub.",
-                        [self.loc(best.fid, fn.start, fn.end)],
+                        f"The best evidence ({self.where(best.fid, best.start)}) calls "
+                        f"`{fn.name}` ({fn.file}:{fn.start}), a stub.",
+                        [self.loc(fid, fn.start, fn.end), self.loc(best.fid, best.start, best.end)],
                     )
-        return None
+        return self._stub_window(claim, wins)
+
+    def _stub_window(self, claim: Claim, wins: list[Window]) -> Outcome | None:
+        """Placeholder when the best evidence window is a stub and no real window comes close."""
+        if not wins or not wins[0].stub:
+            return None
+        best = wins[0]
+        if any(not w.stub and w.score >= best.score * 0.9 for w in wins[1:]):
+            return None
+        fn = self.ctx.function_at(best.fid, best.start)
+        if fn is None:
+            return None
+        return Outcome(
+            "placeholder",
+            0.0,
+            "placeholder",
+            f"The best evidence is `{fn.name}` ({fn.file}:{fn.start}), a stub.",
+            [self.loc(best.fid, fn.start, fn.end)],
+        )
