@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,21 @@ from sabench.io import read_json, read_parquet_metadata, write_parquet
 
 
 def read_saus_table(path: Path) -> tuple[list[dict[str, Any]], str]:
+    """The SAUs as dicts (None for nulls) and their set hash; a batch judging a paper's runs
+    reads the table once (each caller gets its own dicts)."""
+    stat = Path(path).stat()
+    rows, sau_hash = _read_saus(str(path), stat.st_mtime_ns, stat.st_size)
+    return [dict(r) for r in rows], sau_hash
+
+
+@lru_cache(maxsize=4)
+def _read_saus(path: str, mtime_ns: int, size: int) -> tuple[tuple[dict[str, Any], ...], str]:
     import pandas as pd
 
     frame = pd.read_parquet(path)
     frame = frame.astype(object).where(frame.notna(), None)
-    return frame.to_dict("records"), read_parquet_metadata(path).get("sau_set_hash", "")
+    rows = tuple(frame.to_dict("records"))
+    return rows, read_parquet_metadata(Path(path)).get("sau_set_hash", "")
 
 
 def run_judge(
