@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/drift_injection.py --data ../shared/sabench
     .venv/bin/python benchmarks/drift_injection.py --judge llm:openai/gpt-4o-mini --max-usd 5
+    .venv/bin/python benchmarks/drift_injection.py --judge static,exec   # demo mutants executed
 
 Mutants (sabench.drift: one known drift each, tied to the SAU it breaks) are made from
 - the demo papers' reference submissions (resources/submissions/reference, every SAU), and
@@ -14,6 +15,17 @@ rate (other SAUs of the run whose score changes) and the mean drop; writes every
 (Parquet). Ends with one line per judge and source:
 ``drift: judge=<name> source=<demo|sabench> mutants=N value=R operator=R removal=R swap=R stub=R
 false_alarm=F`` (``nan`` where no mutant of that type).
+
+Executing (``--execute``; on by default when a judge that runs code, ``exec``, is among ``--judge``):
+the demo submission and each of its mutants run reproduce.sh in the project's sandbox
+(sabench.drift.execution: the execute step's code, bwrap, the sandbox Python env, no network,
+limits from ``DRIFT_RUNTIME`` and ``--runtime``), and every judge gets that execution record, so the
+exec judge's expected results and checks see what the mutated code does. SA-Bench's runs are never
+executed: they come without their environment. For the exec judge the script also prints recall per
+basis, the check or the expected results that decide the SAU (column ``basis``), as
+``drift basis: judge=exec source=demo basis=<check|expected> mutants=N recall=R false_alarm=F``.
+A sandbox that could not start or run a check is a fault, not a score: such mutants (column
+``fault``) are left out of recall and false alarms and counted, ``drift faults: ... faults=N``.
 
 An LLM judge judges every SAU of a run on the original and on each mutant, so before any request
 the script prints ``cost: judge=<name> calls=N est_usd=X`` (calls = (mutants + 1) x SAUs per run x
@@ -40,7 +52,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sabench.drift import drift_frame, drift_summary, judge_mutants, make_mutants  # noqa: E402
+from sabench.drift import (  # noqa: E402
+    Execution,
+    basis_summary,
+    drift_frame,
+    drift_summary,
+    judge_mutants,
+    make_mutants,
+    paper_execution,
+    scored,
+)
 from sabench.judges.reference import read_verdicts  # noqa: E402
 from sabench.judges.registry import available_judges, judge_kind  # noqa: E402
 from sabench.llm.budget import BUDGET_ENV, LEDGER_ENV  # noqa: E402
@@ -52,7 +73,7 @@ SUMMARY_TYPES = ("value", "operator", "removal", "swap", "stub")
 #: Completion tokens assumed per LLM judge call (a JudgeReply: three sentences, a few references).
 REPLY_TOKENS = 200
 
-Case = tuple[Path, list[dict[str, Any]], list[Any], dict[str, Any]]
+Case = tuple[Path, list[dict[str, Any]], list[Any], dict[str, Any], Execution | None]
 
 
 class UnitError(Exception):
@@ -60,15 +81,18 @@ class UnitError(Exception):
     as one message that crosses the process boundary (Fault and UserError do not unpickle)."""
 
 
-def demo_cases(papers: list[str] | None) -> Iterator[Case]:
-    """Every SAU of the demo papers (small: no cap)."""
+def demo_cases(papers: list[str] | None, runtime: dict[str, Any] | None) -> Iterator[Case]:
+    """Every SAU of the demo papers (small: no cap); executed in the sandbox unless ``runtime`` is
+    None."""
     for paper_dir in sorted((REPO / "resources" / "papers").iterdir()):
         sub = REPO / "resources" / "submissions" / "reference" / paper_dir.name
         if not sub.is_dir() or (papers and paper_dir.name not in papers):
             continue
         saus = import_paper_saus(paper_dir)
         info = {"agent": "demo-reference", "paper": paper_dir.name, "seed": "0"}
-        yield sub, saus, make_mutants(sub, saus), info
+        with tempfile.TemporaryDirectory(prefix="sabench-drift-paper-") as tmp:
+            run = None if runtime is None else paper_execution(paper_dir, Path(tmp), runtime)
+            yield sub, saus, make_mutants(sub, saus), info, run
 
 
 def sabench_cases(
@@ -93,7 +117,8 @@ def sabench_cases(
             mutants = make_mutants(
                 sub, saus, eligible=eligible, cited=cited, max_per_type=max_per_run
             )
-            yield sub, saus, mutants, {"agent": config, "paper": paper, "seed": "0"}
+            # never executed: SA-Bench keeps no environment to run them in
+            yield sub, saus, mutants, {"agent": config, "paper": paper, "seed": "0"}, None
 
 
 def encoder() -> Any:
@@ -107,8 +132,9 @@ def encoder() -> Any:
 
 
 def prompt_tokens(sub: Path, saus: list[dict[str, Any]], settings: dict[str, Any]) -> list[int]:
-    """Tokens of each SAU's prompt as the llm judge builds it for this submission (no execution
-    record, as drift mutants are judged); empty when the judge would send nothing."""
+    """Tokens of each SAU's prompt as the llm judge builds it for this submission, without an
+    execution record (executed mutants add its few lines); empty when the judge would send
+    nothing."""
     from sabench.index import build_index
     from sabench.judges.fabrication import fabricated_by_sau
     from sabench.judges.llm_judge import JUDGE_DEFAULTS, Retriever, build_messages, repo_overview
@@ -139,10 +165,10 @@ def run_unit(
 
     cases = demo_cases(*params) if source == "demo" else sabench_cases(*params)
     out: list[Any] = []
-    for sub, saus, mutants, info in cases:
+    for sub, saus, mutants, info, execution in cases:
         if not estimate:
             try:
-                out += judge_mutants(sub, saus, mutants, judges, info)
+                out += judge_mutants(sub, saus, mutants, judges, info, execution)
             except (Fault, UserError) as exc:
                 raise UnitError(f"{info['agent']}/{info['paper']}: {exc}") from None
             continue
@@ -169,8 +195,9 @@ def estimate_usd(name: str, settings: dict[str, Any], calls: int, tokens: int) -
 
 
 def summary_line(name: str, source: str, table: Any) -> str:
-    """The last lines' format: recall per drift type and the false-alarm rate, of one judge."""
-    g = table[table["judge"] == name]
+    """The last lines' format: recall per drift type and the false-alarm rate, of one judge (over
+    the judged mutants: faults are counted apart)."""
+    g = scored(table[table["judge"] == name])
 
     def fmt(x: float) -> str:
         return "nan" if math.isnan(x) else f"{x:.3f}"
@@ -187,17 +214,39 @@ def summary_line(name: str, source: str, table: Any) -> str:
     )
 
 
+def basis_lines(source: str, table: Any) -> list[str]:
+    """Per judge that runs code and basis: mutants, recall and false alarms over all drift types."""
+    summary = basis_summary(table)
+    return [
+        f"drift basis: judge={r.judge} source={source} basis={r.basis} mutants={r.n_mutants} "
+        f"recall={r.recall:.3f} false_alarm={r.false_alarm_rate:.3f}"
+        for r in summary[summary["drift_type"] == "all"].itertuples()
+    ]
+
+
 def _print(title: str, table: Any) -> None:
     summary = drift_summary(table)
     print(f"\n{title}: {len(table)} mutant judgments in {table['paper'].nunique()} papers")
     print(
-        f"{'judge':<14} {'drift type':<11} {'n':>5} {'recall':>7} {'credited':>9} "
-        f"{'false alarms':>13} {'drop':>6}"
+        f"{'judge':<14} {'drift type':<13} {'n':>5} {'recall':>7} {'credited':>9} "
+        f"{'false alarms':>13} {'drop':>6} {'faults':>7}"
     )
     for r in summary.itertuples():
         print(
-            f"{r.judge:<14} {r.drift_type:<11} {r.n_mutants:5d} {r.recall:7.3f} "
-            f"{r.recall_if_credited:9.3f} {r.false_alarm_rate:13.3f} {r.mean_drop:6.3f}"
+            f"{r.judge:<14} {r.drift_type:<13} {r.n_mutants:5d} {r.recall:7.3f} "
+            f"{r.recall_if_credited:9.3f} {r.false_alarm_rate:13.3f} {r.mean_drop:6.3f} "
+            f"{r.n_faults:7d}"
+        )
+    by_basis = basis_summary(table)
+    if by_basis.empty:
+        return
+    print(
+        f"\n{'judge':<14} {'basis':<15} {'drift type':<13} {'n':>5} {'recall':>7} {'false alarms':>13}"
+    )
+    for r in by_basis.itertuples():
+        print(
+            f"{r.judge:<14} {r.basis:<15} {r.drift_type:<13} {r.n_mutants:5d} {r.recall:7.3f} "
+            f"{r.false_alarm_rate:13.3f}"
         )
 
 
@@ -237,6 +286,18 @@ def main(argv: list[str] | None = None) -> int:
         "--max-per-run", type=int, default=4, help="SA-Bench: mutants per run and drift type"
     )
     ap.add_argument("--min-reference-score", type=float, default=0.75)
+    ap.add_argument(
+        "--execute",
+        action=argparse.BooleanOptionalAction,
+        help="run the demo mutants' reproduce.sh in the sandbox (default: when --judge has exec; "
+        "SA-Bench runs never: no environment)",
+    )
+    ap.add_argument(
+        "--runtime",
+        type=json_object,
+        default={},
+        help="sandbox settings of the executions, over sabench.drift.DRIFT_RUNTIME (JSON)",
+    )
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, default=REPO / "results" / "drift_injection.parquet")
     args = ap.parse_args(argv)
@@ -244,9 +305,18 @@ def main(argv: list[str] | None = None) -> int:
         judges = parse_judges(args.judge, args.settings)
     except ValueError as exc:
         ap.error(str(exc))
+    execute = args.execute
+    if execute is None:
+        execute = any(judge_kind(name).runs_code for name, _ in judges)  # type: ignore[union-attr]
     units: list[tuple[str, tuple[Any, ...]]] = []
     if not args.no_demo:
-        units.append(("demo", (args.papers,)))
+        units.append(("demo", (args.papers, args.runtime if execute else None)))
+    if execute:
+        print(
+            "execute: demo submissions and their mutants run reproduce.sh in the sandbox; "
+            "SA-Bench runs are not executed (no environment)",
+            flush=True,
+        )
     if args.data:
         if not (args.data / "runs").is_dir():
             print(f"{args.data}/runs is absent: point --data at SA-Bench's data", file=sys.stderr)
@@ -316,11 +386,18 @@ def main(argv: list[str] | None = None) -> int:
         if rows[source]:
             _print(title, drift_frame(rows[source]))
     print(f"\n{len(table)} mutant judgments in {time.perf_counter() - t0:.0f} s -> {args.out}")
-    for source in titles:
-        if rows[source]:
-            frame = drift_frame(rows[source])
-            for name, _ in judges:
-                print(summary_line(name, source, frame))
+    frames = {source: drift_frame(rows[source]) for source in titles if rows[source]}
+    for source, frame in frames.items():
+        for line in basis_lines(source, frame):
+            print(line)
+        faults = frame[frame["fault"].notna()]
+        for name, _ in judges:
+            print(
+                f"drift faults: judge={name} source={source} faults={(faults['judge'] == name).sum()}"
+            )
+    for source, frame in frames.items():
+        for name, _ in judges:
+            print(summary_line(name, source, frame))
     return 0
 
 

@@ -174,3 +174,143 @@ def test_stub_with_cited_lines_stubs_the_cited_function(toy: Path) -> None:
     assert "return x + 1" in m.files["penalty.py"]  # the other function stays
     elsewhere = {"p-D2-002": [("penalty.py", 7, 7)]}
     assert make_mutants(toy, [claim], cited=elsewhere, types=["stub"]) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Executed mutants: the exec judge's expected results see what the mutated code computes
+# --------------------------------------------------------------------------------------------
+
+RIDGE = "ridge-gd"
+RESULT_SAU = "ridge-gd-D3-006"  # expected: linear-gauss RMSE 0.597 for ridge_gd and closed_form
+
+
+@pytest.fixture(scope="module")
+def bwrap_runs() -> None:
+    from sabench.sandbox import get_backend
+    from sabench.sandbox.settings import default_python_env
+
+    ok, why = get_backend("bwrap").available()
+    if not ok:
+        pytest.skip(f"bwrap cannot run here, so no mutant can be executed: {why}")
+    if default_python_env() is None:
+        pytest.skip("no sandbox Python env (.venv-sandbox): run `make sandbox-env`")
+
+
+def test_executed_mutant_breaking_an_expected_result_is_caught_by_exec(
+    bwrap_runs: None, tmp_path: Path
+) -> None:
+    """The reference and its mutants run reproduce.sh in the sandbox; a tenfold ``l2_lambda``
+    moves the RMSE away from the paper's (drifted), removing the dataset leaves it unreported
+    (missing): both drop, decided by the expected result."""
+    from sabench.drift import Mutant, basis_summary, paper_execution
+
+    sub = REPO / "resources" / "submissions" / "reference" / RIDGE
+    saus = import_paper_saus(REPO / "resources" / "papers" / RIDGE)
+    result = [s for s in saus if s["sau_id"] == RESULT_SAU]  # no checks: a few seconds in all
+    config = (sub / "config.json").read_text()
+    assert '"l2_lambda": 0.1,' in config
+    lam = Mutant(
+        RESULT_SAU,
+        "D3",
+        "value",
+        "config.json",
+        6,
+        "l2_lambda 0.1 -> 1.0",
+        {"config.json": config.replace('"l2_lambda": 0.1,', '"l2_lambda": 1.0,')},
+    )
+    removal = [m for m in make_mutants(sub, saus, types=["removal"]) if m.sau_id == RESULT_SAU]
+    assert removal, "no removal mutant of the result claim"
+    execution = paper_execution(REPO / "resources" / "papers" / RIDGE, tmp_path / "paper")
+    assert execution.runtime["network"] == "none" and execution.runtime["backend"] == "bwrap"
+    judges = [("exec", {"cache_dir": str(tmp_path / "cache")})]
+    rows = judge_mutants(sub, result, [lam, *removal], judges, {"paper": RIDGE}, execution)
+    table = drift_frame(rows)
+    assert len(table) == 1 + len(removal) and table["fault"].isna().all()
+    assert (table["basis"] == "expected").all()
+    assert (table["base_verdict"] == "aligned").all()  # the reference reproduces the paper
+    assert table["dropped"].all()
+    assert table.iloc[0]["mutant_verdict"] == "drifted"
+    assert set(table.iloc[1:]["mutant_verdict"]) == {"missing"}
+    by_basis = basis_summary(table)
+    assert by_basis[by_basis["drift_type"] == "all"]["recall"].tolist() == [1.0]
+
+
+def test_unexecuted_exec_judge_has_no_result_to_compare(toy: Path) -> None:
+    """Without execution the exec judge reports an expected result as missing on the original
+    and on the mutant alike: no drop, so recall on expected results needs the execution."""
+    sau = {**SAUS[0], "expected": [{"metric": "model", "value": 1.0, "tolerance": 0.1}]}
+    mutants = make_mutants(toy, [sau], types=["value"])
+    table = drift_frame(judge_mutants(toy, [sau], mutants, [("exec", {})]))
+    assert len(table) == len(mutants) >= 1
+    assert (table["basis"] == "expected").all() and not table["dropped"].any()
+    assert set(table["base_verdict"]) == set(table["mutant_verdict"]) == {"missing"}
+
+
+def test_sandbox_faults_are_counted_not_scored(
+    toy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mutant the sandbox could not execute gets a fault and no score: out of recall and false
+    alarms, counted in n_faults; when the original cannot run, every mutant is a fault."""
+    from sabench.drift import Execution, basis_summary, scored
+    from sabench.faults import Fault
+
+    calls: list[Path] = []
+    runs_left = [2]  # the original and the first mutant run, then the sandbox cannot start
+
+    def run(self: Execution, run_dir: Path) -> dict:
+        calls.append(run_dir)
+        runs_left[0] -= 1
+        if runs_left[0] < 0:
+            raise Fault("sandbox_error", "bwrap: cannot create a user namespace")
+        return {"status": "ok", "metrics": {}}
+
+    monkeypatch.setattr(Execution, "run", run)
+    mutants = make_mutants(toy, SAUS, types=["value"])
+    assert len(mutants) >= 2
+    execution = Execution(tmp_path)
+    table = drift_frame(judge_mutants(toy, SAUS, mutants, run={"paper": "p"}, execution=execution))
+    assert len(calls) == 1 + len(mutants)
+    assert table["fault"].isna().tolist() == [True] + [False] * (len(mutants) - 1)
+    assert table["fault"].iloc[1] == "sandbox_error: bwrap: cannot create a user namespace"
+    faulted = table[table["fault"].notna()]
+    assert not faulted["dropped"].any() and faulted["mutant_score"].isna().all()
+    summary = drift_summary(table).set_index("drift_type")
+    assert summary.loc["value", "n_mutants"] == 1
+    assert summary.loc["value", "n_faults"] == len(mutants) - 1
+    assert summary.loc["value", "recall"] == float(scored(table)["dropped"].mean())
+    assert table["basis"].isna().all() and basis_summary(table).empty  # static runs no code
+    runs_left[0] = 0
+    dead = drift_frame(judge_mutants(toy, SAUS, mutants, execution=execution))
+    assert len(dead) == len(mutants) and dead["fault"].notna().all()
+    assert drift_summary(dead)["n_mutants"].sum() == 0
+
+
+def test_mutants_never_run_unsandboxed_or_networked(tmp_path: Path) -> None:
+    from sabench.drift.execution import paper_execution
+    from sabench.errors import UserError
+
+    paper = REPO / "resources" / "papers" / "ridge-gd"
+    for bad in ({"backend": "local"}, {"network": "full"}):
+        with pytest.raises(UserError, match="sandbox without network"):
+            paper_execution(paper, tmp_path / "w", bad)
+
+
+def test_normalisation_mutant_passes_the_input_on(toy: Path) -> None:
+    """A claim about standardising loses its call: the inputs go on unchanged (tuple-unpacked
+    calls keep their arity); a norm computed (``np.linalg.norm``) or a layer built is no target."""
+    (toy / "prep.py").write_text(
+        "import numpy as np\n\n\ndef standardise(a, b):\n    m = a.mean(0)\n    return a - m, b - m\n\n\n"
+        "def run(a, b):\n    scale = np.linalg.norm(a)\n    a, b = standardise(a, b)\n"
+        "    return a / scale, b\n"
+    )
+    sau_ = {"sau_id": "p-D4-009", "dimension": "D4", "claim": "Features are standardised first."}
+    (m,) = make_mutants(toy, [sau_], types=["normalisation"])
+    text = m.files["prep.py"]
+    assert "    a, b = a, b\n" in text and "np.linalg.norm(a)" in text
+    ast.parse(text)
+    other = {
+        "sau_id": "p-D4-010",
+        "dimension": "D4",
+        "claim": "Gradients are clipped at max norm 1.",
+    }
+    assert make_mutants(toy, [other], types=["normalisation"]) == []

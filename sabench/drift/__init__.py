@@ -26,26 +26,35 @@ layout, other files) stays byte-identical; a mutant whose Python no longer parse
 
 Every judge then scores the original and each mutant. Per judge and drift type: **recall** is the
 share of mutants whose broken SAU scores lower than on the original; the **false-alarm rate** is the
-share of the other SAUs of the run whose score changed.
+share of the other SAUs of the run whose score changed. Where the code can run (the demo papers),
+the original and each mutant are first executed in the sandbox (:mod:`~sabench.drift.execution`),
+so the exec judge's checks and expected results see what that code does; its recall is also split
+by the basis that decided the SAU (check or expected result). A sandbox fault is counted, never
+scored.
 
 Modules: :mod:`~sabench.drift.mutants` (the mutant, the submission and its Python file model),
 one per drift type (:mod:`~sabench.drift.values`, :mod:`~sabench.drift.operators`,
 :mod:`~sabench.drift.removal`, :mod:`~sabench.drift.swap`, :mod:`~sabench.drift.stub`),
-:mod:`~sabench.drift.make` (all of them for one submission) and :mod:`~sabench.drift.evaluate`
-(judging, tables, the CLI). Standalone::
+:mod:`~sabench.drift.make` (all of them for one submission), :mod:`~sabench.drift.execution`
+(running them in the sandbox) and :mod:`~sabench.drift.evaluate` (judging, tables, the CLI). Standalone::
 
     python -m sabench.drift SUBMISSION --saus saus.parquet --out drift.parquet
 """
 
 from sabench.drift.evaluate import (
+    BASIS_SUMMARY_COLUMNS,
     DRIFT_COLUMNS,
     DRIFT_SUMMARY_COLUMNS,
+    basis_summary,
     drift_frame,
     drift_results,
     drift_summary,
+    exec_basis,
     judge_mutants,
     main,
+    scored,
 )
+from sabench.drift.execution import DRIFT_RUNTIME, Execution, paper_execution
 from sabench.drift.make import make_mutants
 from sabench.drift.mutants import DRIFT_TYPES, Mutant, Submission
 from sabench.drift.operators import PROSE_TIE_SHARE, locate_statement, operator_mutant
@@ -55,23 +64,30 @@ from sabench.drift.swap import swap_mutant
 from sabench.drift.values import value_mutant
 
 __all__ = [
+    "BASIS_SUMMARY_COLUMNS",
     "DRIFT_COLUMNS",
+    "DRIFT_RUNTIME",
     "DRIFT_SUMMARY_COLUMNS",
     "DRIFT_TYPES",
     "PROSE_TIE_SHARE",
     "STUB_BODY",
+    "Execution",
     "Mutant",
     "Submission",
+    "basis_summary",
     "drift_frame",
     "drift_results",
     "drift_summary",
+    "exec_basis",
     "judge_mutants",
     "locate_function",
     "locate_statement",
     "main",
     "make_mutants",
     "operator_mutant",
+    "paper_execution",
     "removal_mutant",
+    "scored",
     "stub_mutant",
     "swap_mutant",
     "value_mutant",

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench.drift.mutants import DRIFT_TYPES, Mutant, Submission
+from sabench.drift.normalisation import normalisation_mutant
 from sabench.drift.operators import operator_mutant
 from sabench.drift.removal import removal_mutant
 from sabench.drift.stub import stub_mutant
@@ -56,6 +57,8 @@ def make_mutants(
                     mutant = removal_mutant(sub, sau, claim)
                 elif kind == "swap":
                     mutant = swap_mutant(sub, sau, claim)
+                elif kind == "normalisation":
+                    mutant = normalisation_mutant(sub, sau, claim, lines)
                 else:
                     mutant = stub_mutant(sub, sau, claim, lines)
             except (ValueError, IndexError, KeyError, RecursionError, AssertionError):

@@ -19,6 +19,7 @@ DRIFT_TYPES: dict[str, str | None] = {
     "operator": "D2",
     "removal": "D3",
     "swap": "D4",
+    "normalisation": None,
     "stub": None,
 }
 SIMPLE_STMTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)

@@ -1,0 +1,132 @@
+"""Any dimension, a normalisation step dropped: the calls that normalise the claim's data
+(``standardise(X)``, ``F.normalize(h)``, ``self.norm(h)``) replaced by their inputs."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from sabench.drift.mutants import Mutant, PyFile, Submission, apply_edits, parses
+
+#: a claim about normalising (not about computing a norm, as ``max norm`` clipping is)
+CLAIM_RE = re.compile(
+    r"normali[sz]|standardi[sz]|z-score|\b(?:layer|rms|batch|group|instance|qk|l2)[ -]?norm",
+    re.I,
+)
+#: callee names that normalise their input, squashed (lowercase, no underscores)
+_CALLEE_RE = re.compile(
+    r"normali[sz]|standardi[sz]|zscore|(?:layer|rms|batch|group|instance|qk|l2)norm"
+)
+#: a module attribute of the model that is a norm layer: ``self.norm1``, ``self.ln_f``
+_LAYER_RE = re.compile(r"^(?:\w*norm\w*|ln(?:_?\w+|\d*))$", re.I)
+#: arguments that need no parentheses where the call stood
+_ATOMS = (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    """Names bound by imports: a call ``F.normalize(x)`` on one is a function, not a method."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return out
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def normalising_call(call: ast.Call, imported: set[str]) -> bool:
+    """Whether a call normalises its first argument: a function named so (``standardise``,
+    ``F.normalize``), or a norm layer of the model (``self.norm(h)``). A method of a value
+    (``x.norm()``), a norm computed (``torch.norm(x)``) or a layer built (``nn.LayerNorm(d)``) is
+    not."""
+    if not call.args or isinstance(call.args[0], ast.Starred):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id[:1].islower() and bool(_CALLEE_RE.search(func.id.lower().replace("_", "")))
+    if not isinstance(func, ast.Attribute) or func.attr[:1].isupper():
+        return False
+    root = _root(func.value)
+    if root == "self":
+        return bool(_LAYER_RE.match(func.attr))
+    return root in imported and bool(_CALLEE_RE.search(func.attr.lower().replace("_", "")))
+
+
+def _replacement(pf: PyFile, call: ast.Call) -> str:
+    """The call's inputs in its place: all positional arguments where the result is unpacked
+    into as many names (``a, b = standardise(a, b)``), else the first."""
+    parent = pf.parents.get(id(call))
+    if (
+        isinstance(parent, ast.Assign)
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0], ast.Tuple)
+        and len(parent.targets[0].elts) == len(call.args) > 1
+    ):
+        return ", ".join(pf.segment(a) for a in call.args)
+    arg = call.args[0]
+    text = pf.segment(arg)
+    return text if isinstance(arg, _ATOMS) else f"({text})"
+
+
+def _calls(pf: PyFile, imported: set[str], lines: set[int] | None) -> list[ast.Call]:
+    return [
+        n
+        for n in ast.walk(pf.tree)
+        if isinstance(n, ast.Call)
+        and normalising_call(n, imported)
+        and (lines is None or n.lineno in lines)
+    ]
+
+
+def _cited_lines(cited: Sequence[tuple[str, int, int]], path: str, pf: PyFile) -> set[int]:
+    """The cited lines of a file, widened to the functions that hold them."""
+    out: set[int] = set()
+    for f, a, b in cited:
+        if f != path:
+            continue
+        for ln in range(a, b + 1):
+            out.add(ln)
+            fn = pf.function_at(ln)
+            if fn is not None:
+                out.update(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
+    return out
+
+
+def normalisation_mutant(
+    sub: Submission, sau: dict[str, Any], claim: Any, cited: Sequence[tuple[str, int, int]] = ()
+) -> Mutant | None:
+    """The first file's normalising calls of one callee removed, for a claim about normalising:
+    within the lines another judge cited (and their functions) when it cited any, else anywhere
+    in the code."""
+    if not CLAIM_RE.search(claim.text):
+        return None
+    for path in sub.code_files:
+        pf = sub.py[path]
+        lines = _cited_lines(cited, path, pf) if cited else None
+        if lines is not None and not lines:
+            continue
+        calls = _calls(pf, _imported(pf.tree), lines)
+        if not calls:
+            continue
+        first = ast.unparse(calls[0].func)
+        same = [c for c in calls if ast.unparse(c.func) == first]
+        text = apply_edits(pf.text, [(*pf.span(c), _replacement(pf, c)) for c in same])
+        if text is None or not parses(path, text):
+            continue
+        where = ", ".join(str(c.lineno) for c in same)
+        return Mutant(
+            str(sau["sau_id"]),
+            str(sau["dimension"]),
+            "normalisation",
+            path,
+            same[0].lineno,
+            f"`{first}(...)` dropped, its input passed on ({path}:{where})",
+            {path: text},
+        )
+    return None
