@@ -20,7 +20,7 @@ whose file is not in the run's archive (files over 200 kB were left out of it) c
 any prompt and are left out of the denominator; their number is printed.
 
 Last line: ``context: tokens_ratio=<SimpleJudge tokens / ours> evidence_recall=<0..1>``.
-Goal: tokens_ratio >= 10 with evidence_recall >= 0.8.
+Goal: tokens_ratio >= 10 with evidence_recall >= 0.85.
 """
 
 from __future__ import annotations

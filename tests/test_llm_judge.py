@@ -418,3 +418,35 @@ def test_live_judgments_on_planted_drifts(tmp_path: Path) -> None:
         assert got[sau_id].verdict == verdict, got[sau_id].reasoning
     assert got["ridge-gd-D1-002"].verdict in ("aligned", "partial")
     assert all(j.prompt_tokens > 0 for j in got.values())
+
+
+def test_core_headers_shown_to_a_claim_whose_words_the_code_lacks(tmp_path: Path) -> None:
+    """The definitions most claims' windows sit in (a method and its class) are shown to every SAU
+    of the run, also to a claim none of whose words the code has: where its value would be."""
+    body = [f"        h{i} = h{i - 1} + 1" for i in range(1, 40)]
+    body[10] = "        gate = self.router_gate(h9)  # router gating over the experts"
+    body[25] = "        load = self.expert_load(h24)  # balance the experts' load"
+    (tmp_path / "model.py").write_text(
+        "\n".join(
+            [
+                "import torch",
+                "",
+                "class MixtureModel:",
+                "    def forward(self, x):",
+                "        h0 = x",
+                *body,
+                "        return h39",
+            ]
+        )
+        + "\n"
+    )
+    saus = [
+        {"sau_id": "m-D2-001", "dimension": "D2", "claim": "A router gating picks the experts"},
+        {"sau_id": "m-D2-002", "dimension": "D2", "claim": "The experts' load is balanced"},
+        {"sau_id": "m-D1-003", "dimension": "D1", "claim": "Dropout probability 0.3 on attention"},
+    ]
+    index = build_index(tmp_path)
+    bundle = Retriever(index, saus).retrieve(saus[2])
+    assert bundle.contains("model.py", 3, 3) and bundle.contains("model.py", 4, 4)
+    # without the core the claim is shown nothing of the model
+    assert not Retriever(index, saus, core_n=0).retrieve(saus[2]).contains("model.py", 1, 50)

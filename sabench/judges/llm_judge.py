@@ -52,7 +52,7 @@ DEFAULT_FAILURE = {
 #: Settings the judge reads itself (the rest configure the model endpoint, see LLMSettings).
 JUDGE_DEFAULTS: dict[str, Any] = {
     "code_only": False,  # no execution log or metrics in the prompt
-    "max_evidence_lines": 440,  # excerpt lines per SAU (the prompt's main cost)
+    "max_evidence_lines": 420,  # excerpt lines per SAU (the prompt's main cost)
     "context_lines": 3,  # lines around each retrieved hit
     "function_lines": 20,  # a hit inside a function this short shows the whole function
     "max_settings": 12,  # named settings listed per SAU
@@ -65,6 +65,9 @@ JUDGE_DEFAULTS: dict[str, Any] = {
     "fill_repeat": 0.1,  # weight of a term's repeats in a window (distinct terms count 1)
     "fill_number_weight": 1.0,  # weight of a number of the claim found as a literal (``512``)
     "fill_def_weight": 2.0,  # factor for claim words on a ``def``/``class`` line
+    "core_n": 30,  # definition headers of the run's core every SAU is shown (Retriever._core)
+    "core_top": 20,  # each claim's best windows that vote for the core
+    "header_lines": 4,  # lines of a core definition shown (its ``def``/``class`` line on)
     "samples": 1,  # answers asked per SAU (k > 1: see combine_samples)
 }
 #: The sampling temperature of ``samples: k > 1`` when the model's is 0 (k equal answers say nothing).
@@ -187,8 +190,9 @@ class EvidenceBundle:
 class Retriever:
     """Per SAU, the ranked spans the static judge's search finds (its verdict's evidence, the best
     term windows, the settings that hold the claim's numbers, the lines naming its identifiers),
-    padded and widened to small functions, then further windows where the claim's words meet
-    (:meth:`_windows`), merged, and cut at ``max_evidence_lines``."""
+    padded and widened to small functions, then the run's core definitions (:meth:`_core`), then
+    further windows where the claim's words meet (:meth:`_windows`), merged, and cut at
+    ``max_evidence_lines``."""
 
     def __init__(
         self,
@@ -202,6 +206,46 @@ class Retriever:
         self.ctx = SubmissionContext(index, saus)
         self.judge = ClaimJudge(self.ctx, execution)
         self._n_lines = sum(len(index.files[f].lines) for f in self.ctx.code_fids) or 1
+        self.saus = saus
+        self._window_cache: dict[str, list[tuple[float, int, int]]] = {}
+        self._core_cache: list[tuple[int, int, int]] | None = None
+
+    def _claim_windows(self, claim: Any) -> list[tuple[float, int, int]]:
+        """:meth:`_windows`, once per claim text (the core and the claim's own filling use them)."""
+        key = claim.text
+        got = self._window_cache.get(key)
+        if got is None:
+            got = self._window_cache[key] = self._windows(claim)
+        return got
+
+    def _core(self) -> list[tuple[int, int, int]]:
+        """The run's core, shown to every SAU: the headers (``header_lines`` from the ``def`` line,
+        and the ``class`` line of a method) of the ``core_n`` definitions that hold the most claims'
+        ``core_top`` best windows. The code a paper's claims share (its model class, loss, training
+        loop, config class) is the evidence also for a claim whose words it lacks: where the
+        claim's value or step would be, and is not."""
+        if self._core_cache is not None:
+            return self._core_cache
+        ctx = self.ctx
+        top = int(self.opt["core_top"])
+        votes: Counter[tuple[int, int]] = Counter()
+        ends: dict[tuple[int, int], int] = {}
+        for sau in self.saus:
+            claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)
+            hit: set[tuple[int, int]] = set()
+            for _, fid, ln in self._claim_windows(claim)[:top]:
+                fn = ctx.function_at(fid, ln) or ctx.function_at(fid, ln + 1)
+                if fn is None:
+                    continue
+                for start in (fn.start, ctx.class_line(fn)):
+                    if start is not None:
+                        hit.add((fid, start))
+                        ends[(fid, start)] = max(ends.get((fid, start), 0), fn.end)
+            votes.update(hit)
+        n = int(self.opt["header_lines"])
+        ranked = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))[: int(self.opt["core_n"])]
+        self._core_cache = [(fid, st, min(st + n - 1, ends[(fid, st)])) for (fid, st), _ in ranked]
+        return self._core_cache
 
     def _spans(self, sau: dict[str, Any]) -> tuple[list[tuple[int, int, int, bool]], list[Any]]:
         """Ranked spans (file id, start, end, widen to the enclosing small function) and the named
@@ -239,7 +283,9 @@ class Retriever:
                 ranked.append((-overlap, fact.file, fact.line, fact))
         ranked.sort(key=lambda r: r[:3])
         settings = list(dict.fromkeys([*facts, *(r[3] for r in ranked)]))
-        return spans + [(fid, a, b, False) for fid, a, b in self._fill(claim)], settings
+        core = [(fid, a, b, False) for fid, a, b in self._core()]
+        fill = [(fid, a, b, False) for fid, a, b in self._fill(claim)]
+        return spans + core + fill, settings
 
     def _windows(self, claim: Any) -> list[tuple[float, int, int]]:
         """(score, file id, centre line) of every window where the claim's words meet, best first:
@@ -309,7 +355,7 @@ class Retriever:
         half = int(self.opt["fill_window"]) // 2
         out: list[tuple[int, int, int]] = []
         taken: set[tuple[int, int]] = set()
-        for _, fid, ln in self._windows(claim)[: int(self.opt["fill_max"])]:
+        for _, fid, ln in self._claim_windows(claim)[: int(self.opt["fill_max"])]:
             if (fid, ln) in taken:
                 continue
             out.append((fid, ln - half + 1, ln + half))

@@ -400,6 +400,17 @@ class SubmissionContext:
                 out.append(defs[0])
         return out
 
+    def class_line(self, fn: Function) -> int | None:
+        """The ``class`` line of a method's class (the nearest one above it), None for a function:
+        a class header names what its methods implement."""
+        owner = fn.qualname.rpartition(".")[0].rpartition(".")[2]
+        fid = self.fid_of.get(fn.file)
+        if not owner or fid is None:
+            return None
+        lines = self.index.files[fid].lines
+        pattern = re.compile(rf"\s*class\s+{re.escape(owner)}\b")
+        return next((k for k in range(fn.start - 1, 0, -1) if pattern.match(lines[k - 1])), None)
+
     def functions_for(self, name: str) -> list[Function]:
         """Functions a claim's name refers to: ``r2`` -> ``r2_score``, ``k-means++`` -> ``kmeans_pp``."""
         if self._fn_keys is None:
