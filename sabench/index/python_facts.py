@@ -10,7 +10,7 @@ from sabench.index.model import CODE, CodeIndex, Fact, Function, SourceFile
 from sabench.index.terms import leaf_terms
 from sabench.values import parse_number, words
 
-_PLACEHOLDER_RE = re.compile(r"\b(TODO|FIXME|XXX|placeholder|not implemented|stub)\b", re.I)
+PLACEHOLDER_RE = re.compile(r"\b(TODO|FIXME|XXX|placeholder|not implemented|stub)\b", re.I)
 
 
 _WRAPPERS = words(
@@ -149,7 +149,7 @@ def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> bo
                 return False
             end = getattr(fn, "end_lineno", fn.lineno) or fn.lineno
             text = "\n".join(lines[fn.lineno - 1 : end])
-            return bool(_PLACEHOLDER_RE.search(text))
+            return bool(PLACEHOLDER_RE.search(text))
     return False
 
 

@@ -19,17 +19,21 @@ from sabench.index import (
     squash,
     text_terms,
 )
+from sabench.index.python_facts import PLACEHOLDER_RE
 from sabench.judges.static.claims import claim_frequencies, entity_keys
 from sabench.judges.static.params import RULES
 
 #: class names of interfaces, whose stub methods subclasses implement
 _INTERFACE_RE = re.compile(r"^(Base|Abstract)|(Base|Interface|Mixin|Protocol|ABC)$")
-#: words that mark a stub as missing work (as the index's stub rule reads them)
-_PLACEHOLDER_RE = re.compile(r"\b(TODO|FIXME|XXX|placeholder|not implemented|stub)\b", re.I)
 #: a value that reads a setting: ``args.lr``, ``cfg["lr"]``, ``lr``
 _READ_RE = re.compile(r"(?:^|\.)([A-Za-z_]\w*)$|\[['\"](\w+)['\"]\]$")
 #: an assignment of a class instance: ``TopKRouter(`` or ``nn.TopKRouter(``
 _INSTANCE_RE = re.compile(r"(?:\w+\.)*([A-Z]\w*)\(")
+
+
+def owner_class(fn: Function) -> str:
+    """The name of the class a method is defined in (``""`` for a function)."""
+    return fn.qualname.rpartition(".")[0].rpartition(".")[2]
 
 
 @dataclass
@@ -93,16 +97,14 @@ class SubmissionContext:
                 self.callers[callee].append(fi)
         #: a class's methods that run when it is called (``Loss()(x)``, ``self.loss(x)``)
         self.call_methods: dict[str, list[Function]] = defaultdict(list)
-        for fn in index.functions:
-            owner, _, method = fn.qualname.rpartition(".")
-            if owner and method in ("forward", "__call__"):
-                self.call_methods[owner.rpartition(".")[2]].append(fn)
         #: a class's constructor, which receives what ``Model(lr=...)`` passes
         self.constructors: dict[str, list[Function]] = defaultdict(list)
         for fn in index.functions:
-            owner, _, method = fn.qualname.rpartition(".")
-            if owner and method == "__init__":
-                self.constructors[owner.rpartition(".")[2]].append(fn)
+            owner = owner_class(fn)
+            if owner and fn.name in ("forward", "__call__"):
+                self.call_methods[owner].append(fn)
+            elif owner and fn.name == "__init__":
+                self.constructors[owner].append(fn)
         #: keyword arguments by the name their value reads (``T=args.T`` under ``T``)
         self.passed: dict[str, list[Fact]] = defaultdict(list)
         for fact in index.facts:
@@ -142,11 +144,11 @@ class SubmissionContext:
             if fid not in self.code_fids:
                 continue
             if fn.stub:
-                owner = fn.qualname.rpartition(".")[0].rpartition(".")[2]
+                owner = owner_class(fn)
                 if owner and _INTERFACE_RE.search(owner):
                     continue
                 lines = self.index.files[fid].lines[fn.start - 1 : fn.end]
-                if fn.name in implemented and not _PLACEHOLDER_RE.search("\n".join(lines)):
+                if fn.name in implemented and not PLACEHOLDER_RE.search("\n".join(lines)):
                     continue
             out.append((fn, self.described_terms(fn)))
         return out
@@ -403,7 +405,7 @@ class SubmissionContext:
     def class_line(self, fn: Function) -> int | None:
         """The ``class`` line of a method's class (the nearest one above it), None for a function:
         a class header names what its methods implement."""
-        owner = fn.qualname.rpartition(".")[0].rpartition(".")[2]
+        owner = owner_class(fn)
         fid = self.fid_of.get(fn.file)
         if not owner or fid is None:
             return None
