@@ -75,9 +75,9 @@ def exec_basis(sau: dict[str, Any]) -> str:
     """What the exec judge decides an SAU by: its ``check``, its ``expected`` results, or
     ``check+expected`` (then the part that fails first decides, :mod:`sabench.judges.exec_judge`);
     the two are measured apart since a check tests the code and an expected result its output."""
-    from sabench.judges.exec_judge import _has_expected
+    from sabench.judges.exec_judge import has_expected
 
-    parts = {"check": bool(sau.get("check")), "expected": _has_expected(sau)}
+    parts = {"check": bool(sau.get("check")), "expected": has_expected(sau)}
     return "+".join(p for p, has in parts.items() if has)
 
 

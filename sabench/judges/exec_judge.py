@@ -96,13 +96,14 @@ def resolve_exec_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     return merged
 
 
-def _has_expected(sau: Mapping[str, Any]) -> bool:
+def has_expected(sau: Mapping[str, Any]) -> bool:
+    """Whether the SAU names results the exec judge matches against the captured metrics."""
     return sau.get("expected") not in (None, "", "null")
 
 
 def has_exec_part(sau: Mapping[str, Any]) -> bool:
     """Whether the exec judge has something to run or match for this SAU."""
-    return bool(sau.get("check")) or _has_expected(sau)
+    return bool(sau.get("check")) or has_expected(sau)
 
 
 def _metrics_line(executed: Path | None, metric: str) -> Evidence | None:
@@ -262,7 +263,7 @@ def judge_exec(
             ev = Evidence(where[0], where[1], where[1]) if where else None
             parts.append(("check", outcome, ev))
         fab = fabricated.get(str(sau["sau_id"]))
-        if _has_expected(sau):
+        if has_expected(sau):
             for outcome, ev in _expected_outcomes(sau["expected"], execution, executed_path):
                 parts.append(("expected", outcome, ev))
             if fab:  # typed in, not computed: it scores 0 even where it matches the paper
