@@ -314,3 +314,76 @@ def test_normalisation_mutant_passes_the_input_on(toy: Path) -> None:
         "claim": "Gradients are clipped at max norm 1.",
     }
     assert make_mutants(toy, [other], types=["normalisation"]) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Split: the claimed split moved, its parts kept consistent
+# --------------------------------------------------------------------------------------------
+
+SPLIT_CODE = """import numpy as np
+from sklearn.model_selection import train_test_split
+from torch.utils.data import random_split
+
+
+def load(ds, X, y, text):
+    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.2, random_state=42)
+    train, val = random_split(ds, [0.8, 0.2])
+    n_train = int(0.8 * len(X))
+    warmup = int(0.2 * len(X))
+    head = text[:200]
+    batch_size = 20
+    return X[:n_train], X[n_train:], warmup, head, batch_size
+"""
+SPLIT_CONFIG = "data:\n  val_split: 0.2\n  num_workers: 2\n"
+
+
+def test_split_mutant_moves_the_claimed_split_consistently(tmp_path: Path) -> None:
+    """An 80/20 split: the held-out share grows by half (0.2 -> 0.3) and the training share
+    gives up as much where the code states it (0.8 -> 0.7), in code and config; what only holds
+    the same number (a truncation, a batch size, the seed) stays."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "data.py").write_text(SPLIT_CODE)
+    (sub / "config.yaml").write_text(SPLIT_CONFIG)
+    claim = {"sau_id": "p-D1-009", "dimension": "D1", "claim": "An 80/20 train/test split."}
+    (m,) = make_mutants(sub, [claim], types=["split"])
+    assert m.drift_type == "split" and m.dimension == "D1"
+    code = m.files["data.py"]
+    assert "test_size=0.3, random_state=42" in code
+    assert "random_split(ds, [0.7, 0.3])" in code  # the parts still add up to 1
+    assert "n_train = int(0.7 * len(X))" in code
+    assert "warmup = int(0.2 * len(X))" in code  # a share, but not of a split
+    assert "text[:200]" in code and "batch_size = 20" in code
+    assert m.files["config.yaml"] == "data:\n  val_split: 0.3\n  num_workers: 2\n"
+    ast.parse(code)
+    # a lone count is a value, not a split; a claim with no split word has no split
+    for text in ("Calibration uses 200 examples per split.", "The test_size is tuned."):
+        assert make_mutants(sub, [{**claim, "claim": text}], types=["split"]) == []
+    # sizes stated as a split (800/200) move with their total kept: 700/300
+    (sub / "prep.py").write_text(
+        "def prepare(data, num_train=800, num_val=200):\n"
+        "    train_idx = data[:800]\n    val_idx = data[800:1000]\n"
+        "    return train_idx, val_idx, num_train, num_val\n"
+    )
+    sizes = {**claim, "claim": "1000 training images, split 800/200 into train/val."}
+    cited = {"p-D1-009": [("prep.py", 1, 4)]}
+    (m,) = make_mutants(sub, [sizes], cited=cited, types=["split"])
+    assert set(m.files) == {"prep.py"}  # only the cited code (data.py holds no 800 or 200)
+    prep = m.files["prep.py"]
+    assert "num_train=700, num_val=300" in prep
+    assert "data[:700]" in prep and "data[700:1000]" in prep
+
+
+def test_split_mutants_of_the_demo_papers() -> None:
+    """The demo papers state their splits (ridge-gd: a test fraction of 0.2 in config.json;
+    logreg-earlystop: validation and test fractions of 0.2 as argument defaults)."""
+    found = {}
+    for paper in ("ridge-gd", "logreg-earlystop"):
+        saus = import_paper_saus(REPO / "resources" / "papers" / paper)
+        sub = REPO / "resources" / "submissions" / "reference" / paper
+        found.update({m.sau_id: m for m in make_mutants(sub, saus, types=["split"])})
+    assert set(found) == {"ridge-gd-D1-004", "logreg-earlystop-D1-007"}
+    assert '"test_fraction": 0.3,' in found["ridge-gd-D1-004"].files["config.json"]
+    run = found["logreg-earlystop-D1-007"].files["run_experiment.py"]
+    assert '"--val-fraction", type=float, default=0.3' in run
+    assert '"--test-fraction", type=float, default=0.3' in run

@@ -10,6 +10,7 @@ from sabench.drift.mutants import DRIFT_TYPES, Mutant, Submission
 from sabench.drift.normalisation import normalisation_mutant
 from sabench.drift.operators import operator_mutant
 from sabench.drift.removal import removal_mutant
+from sabench.drift.split import split_mutant
 from sabench.drift.stub import stub_mutant
 from sabench.drift.swap import swap_mutant
 from sabench.drift.values import value_mutant
@@ -59,6 +60,8 @@ def make_mutants(
                     mutant = swap_mutant(sub, sau, claim)
                 elif kind == "normalisation":
                     mutant = normalisation_mutant(sub, sau, claim, lines)
+                elif kind == "split":
+                    mutant = split_mutant(sub, sau, claim, lines)
                 else:
                     mutant = stub_mutant(sub, sau, claim, lines)
             except (ValueError, IndexError, KeyError, RecursionError, AssertionError):

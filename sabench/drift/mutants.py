@@ -20,6 +20,7 @@ DRIFT_TYPES: dict[str, str | None] = {
     "removal": "D3",
     "swap": "D4",
     "normalisation": None,
+    "split": None,
     "stub": None,
 }
 SIMPLE_STMTS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
@@ -112,6 +113,20 @@ def apply_edits(text: str, edits: Sequence[tuple[int, int, str]]) -> str | None:
             return None
         out = out[:start] + repl + out[end:]
         last = start
+    return out
+
+
+def cited_lines(cited: Sequence[tuple[str, int, int]], path: str, pf: PyFile) -> set[int]:
+    """The lines another judge cited in a file, widened to the functions that hold them."""
+    out: set[int] = set()
+    for f, a, b in cited:
+        if f != path:
+            continue
+        for ln in range(a, b + 1):
+            out.add(ln)
+            fn = pf.function_at(ln)
+            if fn is not None:
+                out.update(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
     return out
 
 

@@ -8,7 +8,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from sabench.drift.mutants import Mutant, PyFile, Submission, apply_edits, parses
+from sabench.drift.mutants import (
+    Mutant,
+    PyFile,
+    Submission,
+    apply_edits,
+    cited_lines,
+    parses,
+)
 
 #: a claim about normalising (not about computing a norm, as ``max norm`` clipping is)
 CLAIM_RE = re.compile(
@@ -84,20 +91,6 @@ def _calls(pf: PyFile, imported: set[str], lines: set[int] | None) -> list[ast.C
     ]
 
 
-def _cited_lines(cited: Sequence[tuple[str, int, int]], path: str, pf: PyFile) -> set[int]:
-    """The cited lines of a file, widened to the functions that hold them."""
-    out: set[int] = set()
-    for f, a, b in cited:
-        if f != path:
-            continue
-        for ln in range(a, b + 1):
-            out.add(ln)
-            fn = pf.function_at(ln)
-            if fn is not None:
-                out.update(range(fn.lineno, (fn.end_lineno or fn.lineno) + 1))
-    return out
-
-
 def normalisation_mutant(
     sub: Submission, sau: dict[str, Any], claim: Any, cited: Sequence[tuple[str, int, int]] = ()
 ) -> Mutant | None:
@@ -108,7 +101,7 @@ def normalisation_mutant(
         return None
     for path in sub.code_files:
         pf = sub.py[path]
-        lines = _cited_lines(cited, path, pf) if cited else None
+        lines = cited_lines(cited, path, pf) if cited else None
         if lines is not None and not lines:
             continue
         calls = _calls(pf, _imported(pf.tree), lines)

@@ -24,7 +24,8 @@ def _close(a: float, b: float) -> bool:
     return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 
-_NUM_TOKEN = re.compile(r"(?<![\w.])[-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
+#: a number as config files and shell scripts write it
+NUMBER_TOKEN = re.compile(r"(?<![\w.])[-+]?(?:\d[\d_]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 
 
 def _value_edits(sub: Submission, path: str, line: int, value: float) -> list[tuple[int, int, str]]:
@@ -50,7 +51,7 @@ def _value_edits(sub: Submission, path: str, line: int, value: float) -> list[tu
         return []
     start = sum(len(x) for x in lines[: line - 1])
     out = []
-    for m in _NUM_TOKEN.finditer(lines[line - 1]):
+    for m in NUMBER_TOKEN.finditer(lines[line - 1]):
         try:
             v = float(m.group(0).replace("_", ""))
         except ValueError:
