@@ -14,7 +14,7 @@ recall (the broken SAU's score drops), the recall where the original was credite
 rate (other SAUs of the run whose score changes) and the mean drop; writes every mutant to --out
 (Parquet). Ends with one line per judge and source:
 ``drift: judge=<name> source=<demo|sabench> mutants=N value=R operator=R removal=R swap=R stub=R
-false_alarm=F`` (``nan`` where no mutant of that type).
+normalisation=R split=R false_alarm=F`` (``nan`` where no mutant of that type).
 
 Executing (``--execute``; on by default when a judge that runs code, ``exec``, is among ``--judge``):
 the demo submission and each of its mutants run reproduce.sh in the project's sandbox
@@ -69,7 +69,7 @@ from sabench.saus import import_paper_saus, import_sabench  # noqa: E402
 from sabench.steps import json_object  # noqa: E402
 
 #: The drift types of the summary line, in its order.
-SUMMARY_TYPES = ("value", "operator", "removal", "swap", "stub")
+SUMMARY_TYPES = ("value", "operator", "removal", "swap", "stub", "normalisation", "split")
 #: Completion tokens assumed per LLM judge call (a JudgeReply: three sentences, a few references).
 REPLY_TOKENS = 200
 

@@ -16,7 +16,7 @@ SCRIPT = REPO / "benchmarks" / "drift_injection.py"
 R = r"(?:[01]\.\d{3}|nan)"
 SUMMARY = re.compile(
     rf"^drift: judge=static source=demo mutants=[1-9]\d* value={R} operator={R} removal={R} "
-    rf"swap={R} stub={R} false_alarm={R}$"
+    rf"swap={R} stub={R} normalisation={R} split={R} false_alarm={R}$"
 )
 COST = re.compile(r"^cost: judge=llm:openai/scripted calls=([1-9]\d*) est_usd=(\d+\.\d{4})$")
 
@@ -50,6 +50,9 @@ def test_summary_line_for_the_demo_with_the_static_judge(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert SUMMARY.match(last), last
+    # ridge-gd has a normalisation (its standardise step) and a split (its test fraction) mutant
+    rates = dict(kv.split("=", 1) for kv in last.split()[2:])
+    assert rates["normalisation"] != "nan" and rates["split"] != "nan", last
     assert (tmp_path / "drift.parquet").is_file()
 
 
