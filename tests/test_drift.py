@@ -317,7 +317,7 @@ def test_normalisation_mutant_passes_the_input_on(toy: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Split: the claimed split moved, its parts kept consistent
+# Split moved, swap within the cited lines
 # --------------------------------------------------------------------------------------------
 
 SPLIT_CODE = """import numpy as np
@@ -387,3 +387,49 @@ def test_split_mutants_of_the_demo_papers() -> None:
     run = found["logreg-earlystop-D1-007"].files["run_experiment.py"]
     assert '"--val-fraction", type=float, default=0.3' in run
     assert '"--test-fraction", type=float, default=0.3' in run
+
+
+SWAP_CODE = '''import numpy as np
+
+
+def analyse(model, n):
+    """Frequency analysis."""
+    images = generate_images(model, n)
+    print("generated", len(images))
+    psd = compute_psd(images)
+    fks = frequency_keep_score(psd)
+    return fks
+
+
+def report(images):
+    psd = compute_psd(images)
+    images = generate_images(None, 1)
+    return psd
+'''
+SWAP_CLAIM = {
+    "sau_id": "p-D4-007",
+    "dimension": "D4",
+    "claim": "Analysis sequence: (1) Generate images from the model; (2) Compute the Power "
+    "Spectral Density (PSD) of each image; (3) Compute the Frequency Keep Score from it.",
+}
+
+
+def test_swap_uses_the_cited_lines_and_swaps_the_steps_they_run(tmp_path: Path) -> None:
+    """Enumerated prose steps, an acronym the claim defines (PSD): within the cited function the
+    statements of two consecutive steps are swapped (not the print between them); cited lines
+    elsewhere (a function running the steps the other way round) give no swap."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "analysis.py").write_text(SWAP_CODE)
+    cited = {"p-D4-007": [("analysis.py", 4, 10)]}
+    (m,) = make_mutants(sub, [SWAP_CLAIM], cited=cited, types=["swap"])
+    assert m.drift_type == "swap" and (m.file, m.line) == ("analysis.py", 6)
+    body = [ln.strip() for ln in m.files["analysis.py"].splitlines()[5:9]]
+    assert body == [
+        "psd = compute_psd(images)",
+        'print("generated", len(images))',
+        "images = generate_images(model, n)",
+        "fks = frequency_keep_score(psd)",
+    ]
+    elsewhere = {"p-D4-007": [("analysis.py", 13, 16)]}
+    assert make_mutants(sub, [SWAP_CLAIM], cited=elsewhere, types=["swap"]) == []

@@ -57,7 +57,7 @@ def make_mutants(
                 elif kind == "removal":
                     mutant = removal_mutant(sub, sau, claim)
                 elif kind == "swap":
-                    mutant = swap_mutant(sub, sau, claim)
+                    mutant = swap_mutant(sub, sau, claim, lines)
                 elif kind == "normalisation":
                     mutant = normalisation_mutant(sub, sau, claim, lines)
                 elif kind == "split":
