@@ -317,7 +317,7 @@ def test_normalisation_mutant_passes_the_input_on(toy: Path) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Split moved, swap within the cited lines
+# Split, swap with cited lines, operator only where the claim states the operation
 # --------------------------------------------------------------------------------------------
 
 SPLIT_CODE = """import numpy as np
@@ -433,3 +433,36 @@ def test_swap_uses_the_cited_lines_and_swaps_the_steps_they_run(tmp_path: Path) 
     ]
     elsewhere = {"p-D4-007": [("analysis.py", 13, 16)]}
     assert make_mutants(sub, [SWAP_CLAIM], cited=elsewhere, types=["swap"]) == []
+
+
+def test_operator_mutant_only_where_the_claim_states_the_operation(tmp_path: Path) -> None:
+    """A claim naming the operation ("the sum of") gets its statement's operator swapped; a
+    claim about an optimiser and a schedule states no operation, so a multiplication in its
+    statement is no target; nor is an operator whose operands are none of the claim's."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "train.py").write_text(
+        "def objective(recon_loss, kl_term, batch, steps):\n"
+        "    scheduler = cosine_schedule(adamw_optimizer, steps * 2)\n"
+        "    tokens = batch * 4\n"
+        "    return recon_loss + kl_term\n"
+    )
+    summed = {
+        "sau_id": "p-D2-007",
+        "dimension": "D2",
+        "claim": "The objective is the sum of the reconstruction loss and the KL term.",
+    }
+    (m,) = make_mutants(sub, [summed], types=["operator"])
+    assert "return recon_loss - kl_term" in m.files["train.py"]
+    assert "tokens = batch * 4" in m.files["train.py"]
+    schedule = {
+        "sau_id": "p-D2-008",
+        "dimension": "D2",
+        "claim": "Training uses the AdamW optimizer with a cosine schedule over the steps.",
+    }
+    assert make_mutants(sub, [schedule], types=["operator"]) == []
+    tokens = {**summed, "claim": "The number of tokens is the product of the batch and 4."}
+    (m,) = make_mutants(sub, [tokens], types=["operator"])
+    assert "tokens = batch / 4" in m.files["train.py"]
+    other = {**summed, "claim": "The learning rate is the product of the base rate and decay."}
+    assert make_mutants(sub, [other], types=["operator"]) == []

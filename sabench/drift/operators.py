@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from sabench.drift.mutants import (
@@ -41,12 +42,119 @@ _OP_TEXT = {
 PROSE_TIE_SHARE = 0.3
 
 
-def _statements(sub: Submission) -> Iterable[tuple[PyFile, ast.stmt]]:
+#: the operation words of a claim in prose, by the operator that computes them
+_OPERATION_WORDS = {
+    "+": re.compile(r"\b(?:sum|sums|summed|summing|plus|add|adds|added|adding|addition)\b", re.I),
+    "-": re.compile(r"\b(?:minus|difference|differences|subtract\w*)\b", re.I),
+    "*": re.compile(r"\b(?:product|times|multipl\w*|scaled by|weighted|element-?wise)\b", re.I),
+    "/": re.compile(
+        r"\b(?:ratio|divided|divides|divide|division|quotient|normali[sz]ed by)\b", re.I
+    ),
+    "^": re.compile(r"\b(?:squared?|cubed?|power|powers|exponent)\b|²|³", re.I),
+    "@": re.compile(r"\b(?:matrix product|matmul|dot product|inner product)\b", re.I),
+}
+#: a token of inline math in a claim: an operator, or a symbol (``x_t``, ``W``, ``f(x)``, ``0.5``)
+_MATH_TOKEN_RE = re.compile(
+    r"^(?:[-−+*/^×·⋅∗⊙@=<>≤≥]+|[A-Za-z]|[\d.]+|[(\[{|]*[A-Za-z]\w*[_^({\[|].*"
+    r"|[(\[{|]+[\w.^]{1,4}[)}\]|]*|[\w.^]{0,4}[)}\]|]+"
+    r"|(?:alpha|beta|gamma|delta|epsilon|eta|theta|lambda|mu|sigma|tau|phi|psi|omega|pi|rho)\w*"
+    r"|.*[-+*/^×·⋅⊙@=].*)[,;.:]?$"
+)
+_SYMBOLS = {"×": "*", "·": "*", "⋅": "*", "∗": "*", "⊙": "*", "÷": "/", "−": "-", "**": "^"}
+
+
+def _math_spans(text: str) -> list[str]:
+    """Runs of inline math in a claim (three or more math tokens, one an operator between
+    operands): ``L = L_CE + alpha * L_LB``, ``(sigma - sigma_0)^2``."""
+    spans: list[str] = []
+    run: list[str] = []
+    for tok in [*text.split(), ""]:
+        if tok and _MATH_TOKEN_RE.match(tok):
+            run.append(tok)
+            continue
+        span = " ".join(run)
+        long = len(run) >= 3 or re.search(r"\w\s*[-−+*/^×·⊙@]\s*[\w(]", span)
+        if run and long and _span_operations(span):
+            spans.append(span)
+        run = []
+    return spans
+
+
+def _span_operations(span: str) -> set[str]:
+    """The arithmetic operators of inline math; a hyphen counts as minus where it stands
+    between symbols or spaces (``x - y``, ``(1-t)``), not inside a word (``stop-gradient``)."""
+    out = set()
+    text = span
+    for sym, op in _SYMBOLS.items():
+        if sym in text:
+            out.add(op)
+            text = text.replace(sym, " ")
+    for op in "+*/^@":
+        if op in text.replace("++", ""):
+            out.add(op)
+    if re.search(r"(?:^|[\s(\[{=,])-\s*[\w(]|\s-\s|[)\]}]\s*-|-\s*\(|\b\w{1,2}-\w{1,2}\b", text):
+        out.add("-")
+    return out
+
+
+def claim_operations(claim: Any) -> tuple[set[str], set[str], set[str]]:
+    """What computation a claim states: its operators (from backticked formulas, inline math and
+    the operation words of its prose: "sum", "ratio", "squared"...), the terms and symbols
+    (lowercase) and the constants of its math (the claim's terms where it has no math), as
+    (operators, terms, constants)."""
+    from sabench.index import text_terms
+    from sabench.judges.static import formula_tokens
+
+    ops: set[str] = set()
+    terms: set[str] = set()
+    consts: set[str] = set()
+    prose = re.sub(r"`[^`]*`", " ", claim.text)
+    for math in [*claim.formulas, *_math_spans(prose)]:
+        toks = formula_tokens(math)
+        ops |= {k[2:] for k in toks if k.startswith("o:") and k[2:] in "+-*/^@"}
+        if math not in claim.formulas:
+            ops |= _span_operations(math)
+        terms |= set(text_terms(math)) | {k[2:].lower() for k in toks if k.startswith("n:")}
+        consts |= {k for k in toks if k.startswith("c:")}
+    for op, pattern in _OPERATION_WORDS.items():
+        if pattern.search(prose):
+            ops.add(op)
+    return ops, terms or set(claim.terms), consts
+
+
+def computes(pf: PyFile, node: ast.BinOp, stated: tuple[set[str], set[str], set[str]]) -> bool:
+    """Whether a binary operation computes part of what the claim states: its operator is one
+    the claim states (``@`` also where it multiplies) and its operands hold a term, a symbol or a
+    constant of the claim's math."""
+    from sabench.index import text_terms
+    from sabench.judges.static import formula_tokens
+
+    ops, terms, consts = stated
+    sym = _OP_TEXT.get(type(node.op))
+    if sym == "**":
+        sym = "^"
+    if sym == "//":
+        sym = "/"
+    if sym not in ops and not (sym == "@" and "*" in ops):
+        return False
+    operands = pf.segment(node.left) + " " + pf.segment(node.right)
+    toks = formula_tokens(operands)
+    names = set(text_terms(operands)) | {k[2:].lower() for k in toks if k.startswith("n:")}
+    return bool(names & terms) or bool({k for k in toks if k.startswith("c:")} & consts)
+
+
+#: which statements may hold the claim's computation (all, when None)
+Keep = Callable[[PyFile, ast.stmt], bool] | None
+
+
+def _statements(sub: Submission, keep: Keep = None) -> Iterable[tuple[PyFile, ast.stmt]]:
     for path in sub.code_files:
         pf = sub.py[path]
         for node in ast.walk(pf.tree):
-            if isinstance(node, SIMPLE_STMTS) and any(
-                isinstance(n, ast.BinOp) for n in ast.walk(node)
+            if (
+                isinstance(node, SIMPLE_STMTS)
+                and any(isinstance(n, ast.BinOp) for n in ast.walk(node))
+                and (keep is None or keep(pf, node))
             ):
                 yield pf, node
 
@@ -74,7 +182,9 @@ def _prose_tie(
     return (best[2], best[3]) if best else None
 
 
-def _formula_tie(sub: Submission, formula: str) -> tuple[PyFile, ast.stmt] | None:
+def _formula_tie(
+    sub: Submission, formula: str, keep: Keep = None
+) -> tuple[PyFile, ast.stmt] | None:
     """The statement whose operands and operators contain most of a backticked formula's."""
     from sabench.judges.static import formula_tokens
 
@@ -85,7 +195,7 @@ def _formula_tie(sub: Submission, formula: str) -> tuple[PyFile, ast.stmt] | Non
         return None
     n_names, n_ops = sum(names.values()), sum(ops.values()) or 1
     best: tuple[tuple[float, float], PyFile, ast.stmt] | None = None
-    for pf, stmt in _statements(sub):
+    for pf, stmt in _statements(sub, keep):
         toks = formula_tokens(pf.segment(stmt).split("#", 1)[0])
         n_cont = sum(min(c, toks.get(t, 0)) for t, c in names.items()) / n_names
         o_cont = sum(min(c, toks.get(t, 0)) for t, c in ops.items()) / n_ops
@@ -98,18 +208,19 @@ def _formula_tie(sub: Submission, formula: str) -> tuple[PyFile, ast.stmt] | Non
 
 
 def locate_statement(
-    sub: Submission, claim: Any, cited: Sequence[tuple[str, int, int]] = ()
+    sub: Submission, claim: Any, cited: Sequence[tuple[str, int, int]] = (), keep: Keep = None
 ) -> tuple[PyFile, ast.stmt] | None:
     """The statement that computes the claim: its backticked formula, else (prose) the statement
-    with the claim's terms, among the lines another judge cited when there are any."""
+    with the claim's terms, among the lines another judge cited when there are any; ``keep``
+    narrows the candidates."""
     for formula in claim.formulas:
-        found = _formula_tie(sub, formula)
+        found = _formula_tie(sub, formula, keep)
         if found is not None:
             return found
     if cited:
         inside = [
             (pf, s)
-            for pf, s in _statements(sub)
+            for pf, s in _statements(sub, keep)
             if any(
                 pf.path == f and s.lineno <= b and (s.end_lineno or s.lineno) >= a
                 for f, a, b in cited
@@ -119,20 +230,36 @@ def locate_statement(
         if found is not None:
             return found
     if not claim.formulas:
-        return _prose_tie(sub, claim, _statements(sub))
+        return _prose_tie(sub, claim, _statements(sub, keep))
     return None
 
 
 def operator_mutant(
     sub: Submission, sau: dict[str, Any], claim: Any, cited: Sequence = ()
 ) -> Mutant | None:
-    """D2: the outermost arithmetic operator of the claim's statement swapped."""
-    found = locate_statement(sub, claim, cited)
+    """D2: where the claim states a computation (a backticked formula, inline math, or prose
+    naming the operation: "sum", "ratio", "squared"...), the outermost operator of the claim's
+    statement that computes part of it (``computes``) swapped; none where the claim states no
+    operation or its statement computes none of it."""
+    stated = claim_operations(claim)
+    if not stated[0]:
+        return None
+
+    def swappable(node: ast.AST, pf: PyFile) -> bool:
+        return (
+            isinstance(node, ast.BinOp)
+            and type(node.op) in _OPERATOR_SWAP
+            and computes(pf, node, stated)
+        )
+
+    found = locate_statement(
+        sub, claim, cited, lambda pf, stmt: any(swappable(n, pf) for n in ast.walk(stmt))
+    )
     if found is None:
         return None
     pf, stmt = found
     for node in ast.walk(stmt):
-        if not isinstance(node, ast.BinOp) or type(node.op) not in _OPERATOR_SWAP:
+        if not isinstance(node, ast.BinOp) or not swappable(node, pf):
             continue
         gap_start = pf.span(node.left)[1]
         gap_end = pf.span(node.right)[0]
