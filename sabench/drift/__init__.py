@@ -2,20 +2,29 @@
 
 From a submission and its SAUs, each mutant changes the code an SAU points at in one way:
 
-=============  =====  ======================================================================
-drift type     dim.   what changes
-=============  =====  ======================================================================
-``value``      D1     a numeric literal of a setting named like the claim's value (``lr = 0.05``
-                      -> ``0.005``; integers doubled), wherever that setting holds the value
-``operator``   D2     the outermost operator of the statement that computes the claim's formula
-                      (``+``<->``-``, ``*``<->``/``, ``**``/``@`` -> ``*``)
-``removal``    D3     a named dataset, baseline or metric removed from the code and config: list
-                      and dict entries, the statements and definitions that name it
-``swap``       D4     the statements of two consecutive steps of the claim swapped in the body
-                      that runs them
-``stub``       any    the body of the function that implements the claim replaced by a TODO
-                      stub (``raise NotImplementedError``)
-=============  =====  ======================================================================
+=================  =====  ==================================================================
+drift type         dim.   what changes
+=================  =====  ==================================================================
+``value``          D1     a numeric literal of a setting named like the claim's value (``lr =
+                          0.05`` -> ``0.005``; integers doubled), wherever that setting holds it
+``operator``       D2     the outermost operator of the claim's statement that computes part of
+                          what the claim states (``+``<->``-``, ``*``<->``/``, ``**``/``@`` ->
+                          ``*``): only where the claim states the operation (a backticked
+                          formula, inline math, or prose naming it: "sum", "ratio", "squared")
+                          and the operation's operands hold the claim's symbols or terms
+``removal``        D3     a named dataset, baseline or metric removed from the code and config:
+                          list and dict entries, the statements and definitions that name it
+``swap``           D4     the statements of two consecutive steps of the claim swapped in the
+                          block that runs them (within the cited lines' functions on SA-Bench)
+``normalisation``  any    the calls that normalise (``standardise(X)``, ``F.normalize(h)``,
+                          ``self.norm(h)``) replaced by their inputs, for a claim about
+                          normalising
+``split``          any    the values of a claimed data split (``80/20``, ``20% held out``,
+                          ``800/200``) moved: held-out shares and sizes grow by half (0.2 -> 0.3),
+                          the training part gives up as much (0.8 -> 0.7), in code and config
+``stub``           any    the body of the function that implements the claim replaced by a TODO
+                          stub (``raise NotImplementedError``)
+=================  =====  ==================================================================
 
 Where the code is comes from the submission's index (:mod:`sabench.index`: named values, functions)
 and its Python AST, by general rules (no per-paper lists). A claim's values, formulas, names and steps
@@ -34,7 +43,8 @@ scored.
 
 Modules: :mod:`~sabench.drift.mutants` (the mutant, the submission and its Python file model),
 one per drift type (:mod:`~sabench.drift.values`, :mod:`~sabench.drift.operators`,
-:mod:`~sabench.drift.removal`, :mod:`~sabench.drift.swap`, :mod:`~sabench.drift.stub`),
+:mod:`~sabench.drift.removal`, :mod:`~sabench.drift.swap`, :mod:`~sabench.drift.normalisation`,
+:mod:`~sabench.drift.split`, :mod:`~sabench.drift.stub`),
 :mod:`~sabench.drift.make` (all of them for one submission), :mod:`~sabench.drift.execution`
 (running them in the sandbox) and :mod:`~sabench.drift.evaluate` (judging, tables, the CLI). Standalone::
 
@@ -57,8 +67,15 @@ from sabench.drift.evaluate import (
 from sabench.drift.execution import DRIFT_RUNTIME, Execution, paper_execution
 from sabench.drift.make import make_mutants
 from sabench.drift.mutants import DRIFT_TYPES, Mutant, Submission
-from sabench.drift.operators import PROSE_TIE_SHARE, locate_statement, operator_mutant
+from sabench.drift.normalisation import normalisation_mutant
+from sabench.drift.operators import (
+    PROSE_TIE_SHARE,
+    claim_operations,
+    locate_statement,
+    operator_mutant,
+)
 from sabench.drift.removal import removal_mutant
+from sabench.drift.split import claimed_split, split_mutant
 from sabench.drift.stub import STUB_BODY, locate_function, stub_mutant
 from sabench.drift.swap import swap_mutant
 from sabench.drift.values import value_mutant
@@ -75,6 +92,8 @@ __all__ = [
     "Mutant",
     "Submission",
     "basis_summary",
+    "claim_operations",
+    "claimed_split",
     "drift_frame",
     "drift_results",
     "drift_summary",
@@ -84,10 +103,12 @@ __all__ = [
     "locate_statement",
     "main",
     "make_mutants",
+    "normalisation_mutant",
     "operator_mutant",
     "paper_execution",
     "removal_mutant",
     "scored",
+    "split_mutant",
     "stub_mutant",
     "swap_mutant",
     "value_mutant",
