@@ -176,6 +176,26 @@ def test_stub_with_cited_lines_stubs_the_cited_function(toy: Path) -> None:
     assert make_mutants(toy, [claim], cited=elsewhere, types=["stub"]) == []
 
 
+def test_value_with_cited_lines_changes_the_cited_setting_and_its_copies(toy: Path) -> None:
+    """With another judge's cited lines, a value mutant changes the setting on those lines and
+    its copies under the same name elsewhere, never a setting that only shares a word with the
+    claim (``dim=0`` of a concatenation for a claim about dimensions); none cited: no mutant."""
+    claim = {"sau_id": "p-D1-003", "dimension": "D1", "claim": "The hidden dimension is 0.05."}
+    (toy / "model.py").write_text(
+        "import numpy as np\n\nHIDDEN_DIM = 0.05\n\n\ndef stack(xs):\n"
+        "    return np.concatenate(xs, dim=0.05)\n"
+    )
+    (toy / "settings.yaml").write_text("hidden_dim: 0.05\nother_dim: 0.05\n")
+    loose = by_type(make_mutants(toy, [claim], types=["value"]))[("p-D1-003", "value")]
+    assert "dim=0.005" in loose.files.get("model.py", "")  # without citations: any named alike
+    (m,) = make_mutants(toy, [claim], cited={"p-D1-003": [("model.py", 3, 3)]}, types=["value"])
+    assert "HIDDEN_DIM = 0.005" in m.files["model.py"]
+    assert "dim=0.05)" in m.files["model.py"]  # the concatenation is left alone
+    assert m.files["settings.yaml"] == "hidden_dim: 0.005\nother_dim: 0.05\n"
+    nowhere = {"p-D1-003": [("model.py", 1, 1)]}
+    assert make_mutants(toy, [claim], cited=nowhere, types=["value"]) == []
+
+
 # --------------------------------------------------------------------------------------------
 # Executed mutants: the exec judge's expected results see what the mutated code computes
 # --------------------------------------------------------------------------------------------

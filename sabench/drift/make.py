@@ -51,7 +51,7 @@ def make_mutants(
                 continue
             try:
                 if kind == "value":
-                    mutant = value_mutant(sub, sau, claim)
+                    mutant = value_mutant(sub, sau, claim, lines)
                 elif kind == "operator":
                     mutant = operator_mutant(sub, sau, claim, lines)
                 elif kind == "removal":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from sabench.drift.mutants import Mutant, Submission, apply_edits, parses
@@ -63,8 +64,19 @@ def _value_edits(sub: Submission, path: str, line: int, value: float) -> list[tu
     return out
 
 
-def value_mutant(sub: Submission, sau: dict[str, Any], claim: Any) -> Mutant | None:
-    """D1: the first of the claim's values held by a setting named like the claim."""
+def _on_cited(fact: Any, cited: Sequence[tuple[str, int, int]]) -> bool:
+    return any(fact.file == f and a <= fact.line <= b for f, a, b in cited)
+
+
+def value_mutant(
+    sub: Submission, sau: dict[str, Any], claim: Any, cited: Sequence[tuple[str, int, int]] = ()
+) -> Mutant | None:
+    """D1: the first of the claim's values held by a setting named like the claim, everywhere that
+    setting holds it. With lines another judge cited for the claim, only a setting on those lines
+    and its copies under the same name in any case (a YAML key, its argparse default, a
+    constant): a setting that merely shares a word with the claim is often another one (``dim=0``
+    of a concatenation for a claim about dimensions), and changing it breaks nothing the claim
+    says."""
     from sabench.index import text_terms
 
     claim_terms = set(text_terms(claim.text))
@@ -77,6 +89,9 @@ def value_mutant(sub: Submission, sau: dict[str, Any], claim: Any) -> Mutant | N
                 and any(_close(abs(value), abs(v)) for v in f.numbers)
                 and any(len(t) > 1 and not t.isdigit() and t in claim_terms for t in f.terms)
             ]
+            if cited:
+                names = {f.setting.lower() for f in facts if _on_cited(f, cited)}
+                facts = [f for f in facts if f.setting.lower() in names]
             edits: dict[str, list[tuple[int, int, str]]] = {}
             for fact in facts:
                 edits.setdefault(fact.file, []).extend(

@@ -4,12 +4,14 @@ walked, classified as code / config / docs / tests, read as text."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sabench.values import words
 
 CODE, CONFIG, DOCS, TESTS = "code", "config", "docs", "tests"
+_PATH_SEPARATORS = re.compile(r"[.\[\]'\"]+")
 MAX_BYTES = 1_000_000
 
 SKIP_DIRS = frozenset(
@@ -72,6 +74,12 @@ class Fact:
     line: int
     terms: tuple[str, ...]
     context: tuple[str, ...] = ()  # enclosing class/function, call, dict key or config section
+
+    @property
+    def setting(self) -> str:
+        """The setting it names, without its path: ``cfg.train.lr``, ``--lr`` and ``cfg["lr"]``
+        are ``lr``."""
+        return _PATH_SEPARATORS.split(self.name.lstrip("-").strip(".[]'\""))[-1]
 
 
 @dataclass(slots=True)
