@@ -109,6 +109,35 @@ def test_some_values_found_is_partial(tmp_path: Path) -> None:
     assert "2/5 values" in j.reasoning
 
 
+def test_the_setting_named_as_the_claim_names_the_value_decides(tmp_path: Path) -> None:
+    """A setting whose whole name is the claim's name for a value, set otherwise, contradicts
+    the claim even where the value stands elsewhere under a name that shares one word; a
+    contradiction costs a level beside the support; a counter set to 0 is no setting."""
+    config = (
+        "DISCOUNT_FACTOR = {gamma}\nTARGET_UPDATE_FREQUENCY = 250\nMINI_BATCH_SIZE = 256\n"
+        "REWARD_FACTOR = 0.99\n"
+    )
+    agent = (
+        "from config import DISCOUNT_FACTOR, MINI_BATCH_SIZE, REWARD_FACTOR, "
+        "TARGET_UPDATE_FREQUENCY\n\n\ndef update(q, r):\n    n_updates = 0\n"
+        "    for _ in range(TARGET_UPDATE_FREQUENCY):\n        n_updates += 1\n"
+        "        q = r * REWARD_FACTOR + DISCOUNT_FACTOR * q\n    return q, MINI_BATCH_SIZE\n"
+    )
+    claim = (
+        "Hyperparameters: discount factor γ=0.99, target update frequency 250, "
+        "minibatch size 256, 100 updates."
+    )
+    write(tmp_path, {"config.py": config.format(gamma="0.99"), "agent.py": agent})
+    right = judge_one(tmp_path, "D1", claim)
+    assert right.verdict != "drifted" and "0.99 is" not in right.reasoning, right.reasoning
+    assert "n_updates" not in right.reasoning  # a counter is no setting
+    write(tmp_path, {"config.py": config.format(gamma="0.099")})
+    wrong = judge_one(tmp_path, "D1", claim)
+    assert "DISCOUNT_FACTOR" in wrong.reasoning and "0.099" in wrong.reasoning, wrong.reasoning
+    score = {"aligned": 1.0, "partial": None}.get(right.verdict, 0.0)
+    assert (wrong.score or 0.0) < (right.score if score is None else score)
+
+
 # --- D2: formulas -------------------------------------------------------------------------
 
 
@@ -147,6 +176,59 @@ def test_sign_flip_and_missing_term_are_drifted(tmp_path: Path) -> None:
     assert term.verdict == "drifted"
     ok = judge_one(tmp_path, "D2", "The gradient is `grad = X.T @ (X @ w - y) / len(y)`.")
     assert ok.verdict == "aligned"
+
+
+SKIP = """\
+def skip_coefficient(sigma, sigma_data, sigma_min):
+    \"\"\"c_skip of the consistency model's parameterisation.\"\"\"
+    return sigma_data ** 2 / (sigma_data ** 2 + (sigma - sigma_min) ** 2)
+"""
+CLAIM_SKIP = (
+    "Skip coefficient: c_skip(sigma) = sigma_data^2 / (sigma_data^2 + (sigma - sigma_min)^2), "
+    "where sigma_data is the data's standard deviation."
+)
+
+
+def test_prose_equation_computed_with_an_inverse_operator_loses_a_level(tmp_path: Path) -> None:
+    """An equation written in the claim's prose (no backticks) is matched by the terms of its
+    operands: the code computing it with a ratio turned into a product, or a sign flipped, is a
+    level lower than the code computing it as stated, which keeps its score."""
+    write(tmp_path, {"model.py": SKIP})
+    right = judge_one(tmp_path, "D2", CLAIM_SKIP)
+    assert "computes with" not in right.reasoning, right.reasoning
+    for wrong_code in (
+        SKIP.replace("** 2 / (", "** 2 * ("),
+        SKIP.replace("(sigma - sigma_min)", "(sigma + sigma_min)"),
+    ):
+        write(tmp_path, {"model.py": wrong_code})
+        wrong = judge_one(tmp_path, "D2", CLAIM_SKIP)
+        assert "computes with" in wrong.reasoning, wrong.reasoning
+        assert any(e.file == "model.py" for e in wrong.evidence)
+        right_score = 1.0 if right.verdict == "aligned" else right.score
+        assert (wrong.score or 0.0) < right_score
+
+
+def test_a_class_whose_computation_is_a_stub_is_a_placeholder(tmp_path: Path) -> None:
+    """Evidence in a class's ``__init__`` (the layers the claim names) runs through the class's
+    ``forward``: when that is a stub, the claim is a placeholder."""
+    model = (
+        "import torch.nn as nn\n\n\nclass ScaledDotProductAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads):\n        super().__init__()\n"
+        "        self.query = nn.Linear(d_model, d_model)\n"
+        "        self.key = nn.Linear(d_model, d_model)\n"
+        "        self.value = nn.Linear(d_model, d_model)\n"
+        "        self.scale = (d_model // n_heads) ** -0.5\n\n"
+        "    def forward(self, x):\n{body}\n"
+    )
+    claim = "Attention scales the query-key dot product of each head and weights the values."
+    stub = "        # TODO: attention\n        raise NotImplementedError"
+    write(tmp_path, {"model.py": model.format(body=stub)})
+    j = judge_one(tmp_path, "D2", claim)
+    assert (j.verdict, j.failure_mode) == ("placeholder", "placeholder"), j.reasoning
+    assert "forward" in j.reasoning
+    real = "        q, k = self.query(x), self.key(x)\n        return (q @ k.T * self.scale) @ self.value(x)"
+    write(tmp_path, {"model.py": model.format(body=real)})
+    assert judge_one(tmp_path, "D2", claim).verdict != "placeholder"
 
 
 # --- D3: protocol -------------------------------------------------------------------------

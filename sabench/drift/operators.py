@@ -42,81 +42,26 @@ _OP_TEXT = {
 PROSE_TIE_SHARE = 0.3
 
 
-#: the operation words of a claim in prose, by the operator that computes them
-_OPERATION_WORDS = {
-    "+": re.compile(r"\b(?:sum|sums|summed|summing|plus|add|adds|added|adding|addition)\b", re.I),
-    "-": re.compile(r"\b(?:minus|difference|differences|subtract\w*)\b", re.I),
-    "*": re.compile(r"\b(?:product|times|multipl\w*|scaled by|weighted|element-?wise)\b", re.I),
-    "/": re.compile(
-        r"\b(?:ratio|divided|divides|divide|division|quotient|normali[sz]ed by)\b", re.I
-    ),
-    "^": re.compile(r"\b(?:squared?|cubed?|power|powers|exponent)\b|²|³", re.I),
-    "@": re.compile(r"\b(?:matrix product|matmul|dot product|inner product)\b", re.I),
-}
-#: a token of inline math in a claim: an operator, or a symbol (``x_t``, ``W``, ``f(x)``, ``0.5``)
-_MATH_TOKEN_RE = re.compile(
-    r"^(?:[-−+*/^×·⋅∗⊙@=<>≤≥]+|[A-Za-z]|[\d.]+|[(\[{|]*[A-Za-z]\w*[_^({\[|].*"
-    r"|[(\[{|]+[\w.^]{1,4}[)}\]|]*|[\w.^]{0,4}[)}\]|]+"
-    r"|(?:alpha|beta|gamma|delta|epsilon|eta|theta|lambda|mu|sigma|tau|phi|psi|omega|pi|rho)\w*"
-    r"|.*[-+*/^×·⋅⊙@=].*)[,;.:]?$"
-)
-_SYMBOLS = {"×": "*", "·": "*", "⋅": "*", "∗": "*", "⊙": "*", "÷": "/", "−": "-", "**": "^"}
-
-
-def _math_spans(text: str) -> list[str]:
-    """Runs of inline math in a claim (three or more math tokens, one an operator between
-    operands): ``L = L_CE + alpha * L_LB``, ``(sigma - sigma_0)^2``."""
-    spans: list[str] = []
-    run: list[str] = []
-    for tok in [*text.split(), ""]:
-        if tok and _MATH_TOKEN_RE.match(tok):
-            run.append(tok)
-            continue
-        span = " ".join(run)
-        long = len(run) >= 3 or re.search(r"\w\s*[-−+*/^×·⊙@]\s*[\w(]", span)
-        if run and long and _span_operations(span):
-            spans.append(span)
-        run = []
-    return spans
-
-
-def _span_operations(span: str) -> set[str]:
-    """The arithmetic operators of inline math; a hyphen counts as minus where it stands
-    between symbols or spaces (``x - y``, ``(1-t)``), not inside a word (``stop-gradient``)."""
-    out = set()
-    text = span
-    for sym, op in _SYMBOLS.items():
-        if sym in text:
-            out.add(op)
-            text = text.replace(sym, " ")
-    for op in "+*/^@":
-        if op in text.replace("++", ""):
-            out.add(op)
-    if re.search(r"(?:^|[\s(\[{=,])-\s*[\w(]|\s-\s|[)\]}]\s*-|-\s*\(|\b\w{1,2}-\w{1,2}\b", text):
-        out.add("-")
-    return out
-
-
 def claim_operations(claim: Any) -> tuple[set[str], set[str], set[str]]:
     """What computation a claim states: its operators (from backticked formulas, inline math and
     the operation words of its prose: "sum", "ratio", "squared"...), the terms and symbols
     (lowercase) and the constants of its math (the claim's terms where it has no math), as
     (operators, terms, constants)."""
     from sabench.index import text_terms
-    from sabench.judges.static import formula_tokens
+    from sabench.judges.static import OPERATION_WORDS, formula_tokens, span_operations
 
     ops: set[str] = set()
     terms: set[str] = set()
     consts: set[str] = set()
     prose = re.sub(r"`[^`]*`", " ", claim.text)
-    for math in [*claim.formulas, *_math_spans(prose)]:
+    for math in [*claim.formulas, *claim.math]:
         toks = formula_tokens(math)
         ops |= {k[2:] for k in toks if k.startswith("o:") and k[2:] in "+-*/^@"}
         if math not in claim.formulas:
-            ops |= _span_operations(math)
+            ops |= span_operations(math)
         terms |= set(text_terms(math)) | {k[2:].lower() for k in toks if k.startswith("n:")}
         consts |= {k for k in toks if k.startswith("c:")}
-    for op, pattern in _OPERATION_WORDS.items():
+    for op, pattern in OPERATION_WORDS.items():
         if pattern.search(prose):
             ops.add(op)
     return ops, terms or set(claim.terms), consts

@@ -31,7 +31,16 @@ from typing import Any
 from sabench.contracts import Evidence, Judgment
 from sabench.index import CodeIndex, build_index
 from sabench.judges.registry import JudgeInputs, source_hash
-from sabench.judges.static.claims import Claim, Step, analyze_claim, claim_frequencies, entity_keys
+from sabench.judges.static.claims import (
+    OPERATION_WORDS,
+    Claim,
+    Step,
+    analyze_claim,
+    claim_frequencies,
+    entity_keys,
+    math_spans,
+    span_operations,
+)
 from sabench.judges.static.evidence import Presence, SubmissionContext, Window, rounded_value
 from sabench.judges.static.formulas import formula_tokens
 from sabench.judges.static.outcome import Outcome
@@ -42,6 +51,7 @@ __all__ = [
     "BANDS",
     "GENERIC",
     "JUDGE_VERSION",
+    "OPERATION_WORDS",
     "RULES",
     "Claim",
     "ClaimJudge",
@@ -56,7 +66,9 @@ __all__ = [
     "formula_tokens",
     "judge_outcomes",
     "judge_static",
+    "math_spans",
     "rounded_value",
+    "span_operations",
     "static_fingerprint",
 ]
 

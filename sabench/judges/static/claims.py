@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -30,6 +31,106 @@ _ENUM_RE = re.compile(r"(?:^|\s)(?:\(?\d{1,2}\)|\d{1,2}\.(?=\s)|step\s+\d+:?)\s*
 _BACKTICK_RE = re.compile(r"`([^`\n]+)`")
 
 
+#: the operation words of a claim in prose, by the operator that computes them
+OPERATION_WORDS = {
+    "+": re.compile(r"\b(?:sum|sums|summed|summing|plus|add|adds|added|adding|addition)\b", re.I),
+    "-": re.compile(r"\b(?:minus|difference|differences|subtract\w*)\b", re.I),
+    "*": re.compile(r"\b(?:product|times|multipl\w*|scaled by|weighted|element-?wise)\b", re.I),
+    "/": re.compile(
+        r"\b(?:ratio|divided|divides|divide|division|quotient|normali[sz]ed by)\b", re.I
+    ),
+    "^": re.compile(r"\b(?:squared?|cubed?|power|powers|exponent)\b|²|³", re.I),
+    "@": re.compile(r"\b(?:matrix product|matmul|dot product|inner product)\b", re.I),
+}
+#: a token of inline math in a claim: an operator, or a symbol (``x_t``, ``W``, ``f(x)``, ``0.5``)
+_MATH_TOKEN_RE = re.compile(
+    r"^(?:[-−+*/^×·⋅∗⊙@=<>≤≥]+|[A-Za-z]|[\d.]+|[(\[{|]*[A-Za-z]\w*[_^({\[|].*"
+    r"|[(\[{|]+[\w.^]{1,4}[)}\]|]*|[\w.^]{0,4}[)}\]|]+"
+    r"|(?:alpha|beta|gamma|delta|epsilon|eta|theta|lambda|mu|sigma|tau|phi|psi|omega|pi|rho)\w*"
+    r"|.*[-+*/^×·⋅⊙@=].*)[,;.:]?$"
+)
+_SYMBOLS = {"×": "*", "·": "*", "⋅": "*", "∗": "*", "⊙": "*", "÷": "/", "−": "-", "**": "^"}
+
+
+def math_spans(text: str) -> list[str]:
+    """Runs of inline math in a claim (three or more math tokens, one an operator between
+    operands): ``L = L_CE + alpha * L_LB``, ``(sigma - sigma_0)^2``."""
+    spans: list[str] = []
+    run: list[str] = []
+    for tok in [*text.split(), ""]:
+        if tok and _MATH_TOKEN_RE.match(tok):
+            run.append(tok)
+            continue
+        span = " ".join(run)
+        long = len(run) >= 3 or re.search(r"\w\s*[-−+*/^×·⊙@]\s*[\w(]", span)
+        if run and long and span_operations(span):
+            spans.append(span)
+        run = []
+    return spans
+
+
+def span_operations(span: str) -> set[str]:
+    """The arithmetic operators of inline math; a hyphen counts as minus where it stands
+    between symbols or spaces (``x - y``, ``(1-t)``), not inside a word (``stop-gradient``)."""
+    out = set()
+    text = span
+    for sym, op in _SYMBOLS.items():
+        if sym in text:
+            out.add(op)
+            text = text.replace(sym, " ")
+    for op in "+*/^@":
+        if op in text.replace("++", ""):
+            out.add(op)
+    if re.search(r"(?:^|[\s(\[{=,])-\s*[\w(]|\s-\s|[)\]}]\s*-|-\s*\(|\b\w{1,2}-\w{1,2}\b", text):
+        out.add("-")
+    return out
+
+
+#: where an equation's right-hand side ends: a clause boundary or prose resuming
+_CLAUSE_END_RE = re.compile(
+    r";|\n|\s(?:where|with|for|and|in which)\s|\.\s+[A-Z]|,\s+[a-z]{4,}\s|\s[—–]\s"
+)
+_EQUALS_RE = re.compile(r"(?<![=<>!:])=(?!=)")
+
+
+_MATH_SYMBOLS = str.maketrans(
+    {"−": "-", "×": "*", "·": "*", "⋅": "*", "∗": "*", "⊙": "*", "÷": "/", "√": "sqrt "}
+)
+
+
+def equation_tree(rhs: str) -> ast.Expression | None:
+    """An equation's right-hand side as a Python expression, read tolerantly: subscripts joined
+    (``x_{i,m}`` -> ``x_im``), ``^`` as ``**``, ``||x||`` as ``norm(x)``, brackets as parentheses,
+    juxtaposition as a product; the longest prefix that parses. None when nothing does."""
+    t = rhs.translate(_MATH_SYMBOLS).replace("²", "**2").replace("³", "**3")
+    t = re.sub(r"_\{([^{}]*)\}", lambda m: "_" + re.sub(r"\W", "", m.group(1)), t)
+    t = re.sub(r"\^\{([^{}]*)\}", r"**(\1)", t).replace("^", "**")
+    t = re.sub(r"\|\|([^|]+)\|\|(?:_\w+)?", r"norm(\1)", t)
+    t = re.sub(r"\|([^|]+)\|", r"abs(\1)", t)
+    t = t.translate(str.maketrans("[]{}", "()()"))
+    t = re.sub(r"(\w)'", r"\1_prime", t)
+    t = re.sub(r"(?<=[\w)])\s+(?=[A-Za-z(])", " * ", t)
+    for end in range(len(t), 0, -1):
+        try:
+            return ast.parse(t[:end], mode="eval")
+        except (SyntaxError, ValueError):
+            continue
+    return None
+
+
+def equations(text: str) -> list[str]:
+    """The right-hand sides of a claim's equations that compute with an arithmetic operator:
+    ``c_skip(sigma) = sigma_d^2 / (sigma_d^2 + (sigma - sigma_0)^2), where ...`` gives
+    ``sigma_d^2 / (sigma_d^2 + (sigma - sigma_0)^2)``; ``lr = 0.05`` gives nothing."""
+    out = []
+    for clause in _CLAUSE_END_RE.split(text):
+        for rhs in _EQUALS_RE.split(clause)[1:]:
+            rhs = rhs.strip(" ,.:")
+            if span_operations(rhs) - {"@"} and re.search(r"[A-Za-z]", rhs):
+                out.append(rhs)
+    return out
+
+
 @dataclass
 class Step:
     """One step of an ordered claim: its text, backticked keys and weighted terms."""
@@ -53,6 +154,10 @@ class Claim:
     terms: dict[str, float] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
     expected: list[dict[str, Any]] = field(default_factory=list)
+    #: inline math of the prose (``c = a / (a + b^2)``), outside backticks
+    math: list[str] = field(default_factory=list)
+    #: right-hand sides of the prose's equations that compute something (``a / (a + b^2)``)
+    equations: list[str] = field(default_factory=list)
 
 
 def _is_name(span: str) -> bool:
@@ -149,6 +254,8 @@ def analyze_claim(sau: dict[str, Any], claim_df: Counter[str], n_claims: int) ->
             c.formulas.append(span)
     c.names = list(dict.fromkeys(c.names))
     plain = _BACKTICK_RE.sub(" ", text)
+    c.math = math_spans(plain)
+    c.equations = equations(plain)
     c.entities = [e for e in _claim_entities(plain) if e not in c.names]
     c.expected = _expected(sau.get("expected"))
     ntext = _number_text(text)

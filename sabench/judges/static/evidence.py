@@ -130,7 +130,19 @@ class SubmissionContext:
             and fid_of.get(f.file) in self.code_fids
             and any(not t.isdigit() for t in f.terms)
             and not (f.kind == "kwarg" and len([t for t in f.terms if not t.isdigit()]) < 2)
+            and not self._counter(f)
         ]
+
+    def _counter(self, fact: Fact) -> bool:
+        """A zero assigned in a function body (``n_iter = 0``, ``self.step = 0``) starts a counter
+        or an accumulator; it sets nothing a claim's value could contradict."""
+        fid = self.fid_of.get(fact.file)
+        return (
+            fact.kind == "assign"
+            and fact.numbers == (0.0,)
+            and fid is not None
+            and self.function_at(fid, fact.line) is not None
+        )
 
     def _described(self) -> list[tuple[Function, frozenset[str]]]:
         """The code's functions with what their names and docstrings say, less the stubs that are
@@ -369,9 +381,8 @@ class SubmissionContext:
         (``Model(T=args.T)``) is a repo function or class whose code is a stub: the value is
         configured and handed over, and nothing computes with it. None when any call is real
         (or a library's), or none passes it."""
-        name = re.split(r"[.\[\]'\"]+", fact.name.lstrip("-").strip(".[]'\""))[-1]
         found = None
-        for kw in self.passed.get(name, ()):
+        for kw in self.passed.get(fact.setting, ()):
             callee = kw.context[-1]
             defs = self.by_name.get(callee) or self.constructors.get(callee)
             if not defs or not all(f.stub for f in defs):
@@ -382,7 +393,8 @@ class SubmissionContext:
     def stub_callees(self, fid: int, start: int, end: int) -> list[Function]:
         """Repo functions called from lines ``start..end`` whose every definition is a stub:
         the evidence is the code a window runs, not only the words it holds. A call of a class
-        resolves to its ``forward`` / ``__call__``."""
+        resolves to its ``forward`` / ``__call__``; a window in another method of a class (its
+        ``__init__`` setting up the layers) runs through the class's ``forward`` / ``__call__``."""
         fn = self.function_at(fid, start)
         calls = (
             fn.calls
@@ -390,6 +402,16 @@ class SubmissionContext:
             else self.index.module_calls.get(self.index.files[fid].path, [])
         )
         out: list[Function] = []
+        method = fn or self.function_at(fid, end)  # a window from a ``class`` line into a method
+        owner = owner_class(method) if method is not None else ""
+        runs = self.call_methods.get(owner, []) if owner else []
+        if (
+            runs
+            and fn not in runs
+            and all(f.stub for f in runs)
+            and not _INTERFACE_RE.search(owner)
+        ):
+            out.append(runs[0])
         for name, line in calls:
             if not start <= line <= end:
                 continue

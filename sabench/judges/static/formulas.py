@@ -3,16 +3,19 @@ operands and operators."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import math
 import re
+import textwrap
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from sabench.index import CODE
-from sabench.judges.static.claims import Claim
+from sabench.index import CODE, Function, squash, text_terms
+from sabench.judges.static.claims import Claim, equation_tree
+from sabench.judges.static.evidence import Window
 from sabench.judges.static.outcome import Outcome
-from sabench.judges.static.params import RULES
+from sabench.judges.static.params import GENERIC, RULES
 from sabench.values import words
 
 if TYPE_CHECKING:
@@ -123,6 +126,111 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
         f"`{formula}` differs from {judge.where(fid, ln)} `{code[:100]}`: {diff}.",
         loc,
     )
+
+
+#: a stated operation and the one a drift puts in its place: a sign flipped, a product for a
+#: ratio and back, a product for a power
+_INVERSE: dict[type, type] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.Pow: ast.Mult,
+}
+_OP_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "^"}
+
+#: a binary operation by its operator and the terms (and constants) of its two operands
+Operation = tuple[type, frozenset[str], frozenset[str]]
+
+
+def _operand_keys(node: ast.AST) -> frozenset[str]:
+    """An operand's names, whole (squashed: ``sigma_data`` -> ``sigmadata``) and by their terms;
+    constants say nothing about which operand it is."""
+    keys: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name | ast.Attribute):
+            name = n.id if isinstance(n, ast.Name) else n.attr
+            if name != "self":
+                keys.add(squash(name))
+                keys.update(t for t in text_terms(name) if len(t) >= 2 and t not in GENERIC)
+    return frozenset(k for k in keys if len(k) >= 2)
+
+
+def operations(tree: ast.AST) -> list[Operation]:
+    """The arithmetic binary operations of an expression or code, with their operands' keys."""
+    return [
+        (type(n.op), _operand_keys(n.left), _operand_keys(n.right))
+        for n in ast.walk(tree)
+        if isinstance(n, ast.BinOp) and type(n.op) in _INVERSE
+    ]
+
+
+def _overlap(a: Operation, b: Operation) -> int:
+    """How many operand terms two operations share, side by side (either way round for an
+    operation that commutes); 0 unless both sides share one, or one side shares two."""
+    _, al, ar = a
+    _, bl, br = b
+    pairs = [(len(al & bl), len(ar & br))]
+    if a[0] in (ast.Add, ast.Mult) or b[0] in (ast.Add, ast.Mult):
+        pairs.append((len(al & br), len(ar & bl)))
+    return max((x + y if (x and y) or x + y >= 2 else 0) for x, y in pairs)
+
+
+def _function_tree(judge: ClaimJudge, fn: Function) -> ast.AST | None:
+    fid = judge.ctx.fid_of.get(fn.file)
+    if fid is None:
+        return None
+    lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
+    try:
+        return ast.parse(textwrap.dedent("\n".join(lines)))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def inverted_operation(
+    judge: ClaimJudge, claim: Claim, wins: list[Window]
+) -> tuple[str, tuple[int, int, int]] | None:
+    """Where the code computes an operation of the claim's prose equations with its inverse
+    operator (``a / (a + b)`` computed as ``a * (a + b)``, ``x - y`` as ``x + y``): in the
+    functions holding the claim's best evidence windows, an operation whose operands share terms
+    with a stated one's and whose operator is that one's inverse, while no operation there
+    computes the stated one with its own operator (the windows scoring ``equation_window_share`` of
+    the best, at most ``equation_windows``). Prose formulas are matched by the terms of
+    their operands, not their symbols, so only this confusion is told from another notation: each
+    stated operation is compared with the code operation sharing most operand terms with it."""
+    stated = [
+        op for rhs in claim.equations for op in operations(equation_tree(rhs) or ast.Module([], []))
+    ]
+    if not stated:
+        return None
+    seen: set[tuple[str, int]] = set()
+    code: list[tuple[Operation, Function]] = []
+    for w in wins[: int(RULES["equation_windows"])]:
+        if w.score < wins[0].score * RULES["equation_window_share"]:
+            break
+        fn = judge.ctx.function_at(w.fid, w.start)
+        if fn is None or fn.stub or (fn.file, fn.start) in seen:
+            continue
+        seen.add((fn.file, fn.start))
+        tree = _function_tree(judge, fn)
+        if tree is not None:
+            code += [(op, fn) for op in operations(tree)]
+    for want in stated:
+        scored = [(_overlap(c, want), i) for i, (c, _) in enumerate(code)]
+        best = max(scored, default=(0, -1))
+        if best[0] == 0:
+            continue
+        c, fn = code[best[1]]
+        if c[0] is _INVERSE[want[0]] and not any(
+            k == best[0] and code[i][0][0] is want[0] for k, i in scored
+        ):
+            fid = judge.ctx.fid_of[fn.file]
+            return (
+                f"`{fn.qualname}` ({fn.file}:{fn.start}) computes with `{_OP_SYMBOL[c[0]]}` what "
+                f"the claim's formula computes with `{_OP_SYMBOL[want[0]]}`.",
+                judge.loc(fid, fn.start, fn.end),
+            )
+    return None
 
 
 def _raw_sites(judge: ClaimJudge, raw: str) -> list[tuple[int, int]]:

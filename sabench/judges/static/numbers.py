@@ -78,11 +78,13 @@ def judge_numbers(
         ctx_terms = _name_terms(num.context_words)
         near_terms = _name_terms(num.context_words[-1:])
         all_terms = ctx_terms + _name_terms(num.after_words)
-        best, best_fact, stubbed = 0.0, None, None
+        best_fact, stubbed = None, None
+        match_sim = 0.0
         for cand in num.candidates():
             for fact in judge.ctx.facts_by_value.get(rounded_value(cand), []):
                 fid = judge.ctx.fid_of.get(fact.file)
-                if fid not in judge.ctx.code_fids or _name_sim(all_terms, fact) <= 0:
+                sim = _name_sim(all_terms, fact)
+                if fid not in judge.ctx.code_fids or sim <= 0:
                     continue
                 fn = judge.ctx.function_at(fid, fact.line)
                 if fn is None or not fn.stub:
@@ -91,8 +93,8 @@ def judge_numbers(
                 if fn is not None:
                     stubbed = stubbed or (fn, fid)  # its value reaches no computation
                     continue
-                if best < 1.0:
-                    best, best_fact = 1.0, fact
+                if sim > match_sim:
+                    best_fact, match_sim = fact, sim
         if best_fact is None and stubbed is not None:
             fn, fid = stubbed
             in_stubs.append(fn)
@@ -100,16 +102,18 @@ def judge_numbers(
             supports.append(0.0)
             notes.append(f"{num.text} only in or for the stub `{fn.name}`")
             continue
-        if best_fact is not None:
+        # the setting named exactly like the number decides over one that shares a word with it
+        named = _named_conflict(judge, num, {e[0] for e in ev}) if match_sim < 1 else None
+        if best_fact is not None and named is None:
             supports.append(1.0)
             found_values.append(num.value)
             fid = judge.ctx.fid_of[best_fact.file]
             evidence.append(judge.loc(fid, best_fact.line))
             continue
-        if any(values_match(num, v) for v in found_values):
+        if named is None and any(values_match(num, v) for v in found_values):
             supports.append(1.0)
             continue
-        conflict = _conflict(judge, num, near_terms, all_terms)
+        conflict = named or _conflict(judge, num, near_terms, all_terms)
         if conflict is None and num.after_words:
             conflict = _conflict(judge, num, _name_terms(num.after_words[:1]), all_terms)
         if conflict is not None:
@@ -166,19 +170,19 @@ def judge_numbers(
     s = RULES["number_share"] * frac + (1 - RULES["number_share"]) * cov
     extra = ("Mismatch: " + "; ".join(conflicts[:2]) + ". ") if conflicts else ""
     extra += ("; ".join(notes[:3]) + ".") if notes else ""
-    if conflicts:
-        s = min(s, 0.75)
     n_ok = sum(1 for x in supports if x >= 1.0)
     if n_ok < len(supports):
         # named things in the code do not vouch for values that are not found with their names
         judge.anchored = judge.fn_anchor = False
-    return judge.by_support(
+    out = judge.by_support(
         s,
         evidence,
         f"{n_ok}/{len(supports)} values found with their names",
         extra,
         verified=n_ok == len(supports) and not conflicts,
     )
+    # a value the code sets otherwise is a contradiction, not a gap: each costs a level
+    return judge.demote(out, 1) if conflicts else out
 
 
 def _name_sim(claim_terms: list[str], fact: Fact) -> float:
@@ -189,6 +193,35 @@ def _name_sim(claim_terms: list[str], fact: Fact) -> float:
         return 0.0
     hit = sum(1 for ft in f_terms if any(_terms_match(ft, ct) for ct in claim_terms))
     return hit / len(f_terms)
+
+
+def _named_conflict(judge: ClaimJudge, num: NumberMention, evidence_fids: set[int]) -> Fact | None:
+    """A setting named as the claim names the number, set to another value, in a file holding the
+    claim's best evidence (a repository sets many things so named: another model's, a
+    baseline's), when no setting so named holds the claim's value. Named as the claim names it:
+    every word of its name is among the three words before the number and the two after
+    (``DISCOUNT_FACTOR`` for "discount factor γ=0.99"); a name of one word must be the word right
+    before or after the number and specific (not ``size``, ``rate``)."""
+    around = _name_terms(num.context_words[-3:]) + _name_terms(num.after_words[:2])
+    nearest = _name_terms(num.context_words[-1:]) + _name_terms(num.after_words[:1])
+    found = None
+    for fact in judge.ctx.settings:
+        terms = [t for t in fact.terms if not t.isdigit()]
+        if not terms:
+            continue
+        if len(terms) == 1 and (
+            terms[0] in _VAGUE_NAMES
+            or len(terms[0]) < 4
+            or not any(_abbrev_match(terms[0], t) for t in nearest)
+        ):
+            continue
+        if not all(any(_abbrev_match(ft, ct) for ct in around) for ft in terms):
+            continue
+        if any(values_match(num, v) for v in fact.numbers):
+            return None
+        if judge.ctx.fid_of.get(fact.file) in evidence_fids:
+            found = found or fact
+    return found
 
 
 def _conflict(

@@ -19,6 +19,8 @@ RULES: dict[str, float] = {
     "generic_weight": 0.3,  # words of every claim and every repo ("model", "train")
     "formula_names_min": 0.75,  # share of a formula's operands a statement needs to be compared
     "formula_ops_min": 0.5,  # ... and share of its operators, to count as the same computation
+    "equation_windows": 5,  # evidence windows whose functions are searched for a claim's equations
+    "equation_window_share": 0.5,  # ... scoring at least this share of the best window
     "docs_only_cov": 0.5,  # docs/tests coverage from which code-less evidence means "only in docs"
     "docs_only_below": 0.2,  # ... when code coverage is below this
     "anchored_cov": 0.5,  # coverage from which a claim with verified anchors is aligned
@@ -27,6 +29,7 @@ RULES: dict[str, float] = {
     "step_share": 0.5,  # D4 support: share of the steps found, when the steps are named
     "anchor_credit": 1.0,  # a backticked name anchors a claim only where code (not a comment) has it
     "stub_callee_share": 0.2,  # a stub the best evidence calls is the claim's: share of its terms
+    "close_window": 0.9,  # a window scoring this share of the best is evidence as good as it
     "own_stub_share": 0.3,  # a stub anywhere whose name and docstring hold this share of them
 }
 

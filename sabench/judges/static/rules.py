@@ -12,7 +12,7 @@ from sabench.index import DOCS, TESTS, Function, squash
 from sabench.judges.fabrication import Finding, literal_writes
 from sabench.judges.static.claims import Claim, entity_keys
 from sabench.judges.static.evidence import SubmissionContext, Window
-from sabench.judges.static.formulas import judge_formulas
+from sabench.judges.static.formulas import inverted_operation, judge_formulas
 from sabench.judges.static.numbers import judge_numbers
 from sabench.judges.static.order import judge_order
 from sabench.judges.static.outcome import Outcome
@@ -79,6 +79,17 @@ class ClaimJudge:
         return o
 
     def _judge(self, claim: Claim) -> Outcome:
+        o = self._by_rules(claim)
+        if claim.equations and o.verdict in ("aligned", "partial"):
+            inverted = inverted_operation(self, claim, self.ctx.windows(claim.terms))
+            if inverted is not None:
+                why, loc = inverted
+                o = self.demote(o, 1)
+                o.reasoning = f"{why} {o.reasoning}"
+                o.evidence = [loc, *o.evidence][:4]
+        return o
+
+    def _by_rules(self, claim: Claim) -> Outcome:
         self.dim = claim.dimension
         self.anchored = self.fn_anchor = False
         cov, docs_cov, wins = self.coverage(claim.terms)
@@ -182,6 +193,18 @@ class ClaimJudge:
         o.support = s
         return o
 
+    def demote(self, o: Outcome, levels: int) -> Outcome:
+        """The outcome ``levels`` steps lower on SA-Bench's scale (a contradiction found beside
+        the support): aligned -> .75 -> ... -> drifted at 0."""
+        score = o.score if o.verdict == "partial" else (1.0 if o.verdict == "aligned" else 0.0)
+        score = max(0.0, score - 0.25 * levels)
+        self.features["demoted"] = self.features.get("demoted", 0.0) + levels
+        if score <= 0.0:
+            return Outcome("drifted", 0.0, "implementation_mismatch", o.reasoning, o.evidence)
+        out = Outcome("partial", score, None, o.reasoning, o.evidence)
+        out.support = o.support
+        return out
+
     def doc_evidence(self, claim: Claim) -> tuple[int, int, int] | None:
         for t in sorted(claim.terms, key=lambda x: -claim.terms[x]):
             for fid, ln in self.ctx.term(t).sites:
@@ -243,18 +266,18 @@ class ClaimJudge:
                 "describe the claim best, is a stub.",
                 [self.loc(self.ctx.fid_of[own.file], own.start, own.end)],
             )
-        if wins and not wins[0].stub:
-            best = wins[0]
-            for fn in self.ctx.stub_callees(best.fid, best.start, best.end):
+        close = [w for w in wins if not w.stub and w.score >= wins[0].score * RULES["close_window"]]
+        for w in close if wins and not wins[0].stub else ():
+            for fn in self.ctx.stub_callees(w.fid, w.start, w.end):
                 if self._about_claim(fn, claim):
                     fid = self.ctx.fid_of[fn.file]
                     return Outcome(
                         "placeholder",
                         0.0,
                         "placeholder",
-                        f"The best evidence ({self.where(best.fid, best.start)}) calls "
-                        f"`{fn.name}` ({fn.file}:{fn.start}), a stub.",
-                        [self.loc(fid, fn.start, fn.end), self.loc(best.fid, best.start, best.end)],
+                        f"The evidence at {self.where(w.fid, w.start)} runs "
+                        f"`{fn.qualname}` ({fn.file}:{fn.start}), a stub.",
+                        [self.loc(fid, fn.start, fn.end), self.loc(w.fid, w.start, w.end)],
                     )
         return self._stub_window(claim, wins)
 
@@ -263,7 +286,7 @@ class ClaimJudge:
         if not wins or not wins[0].stub:
             return None
         best = wins[0]
-        if any(not w.stub and w.score >= best.score * 0.9 for w in wins[1:]):
+        if any(not w.stub and w.score >= best.score * RULES["close_window"] for w in wins[1:]):
             return None
         fn = self.ctx.function_at(best.fid, best.start)
         if fn is None:
