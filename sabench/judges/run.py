@@ -11,7 +11,7 @@ from typing import Any
 
 from sabench.contracts import JUDGMENT_COLUMNS, Judgment
 from sabench.faults import Fault, clear_fault, exit_for_fault
-from sabench.io import read_json, read_parquet_metadata, write_parquet
+from sabench.io import arrow_table, read_json, read_parquet_metadata, write_table
 
 
 def read_saus_table(path: Path) -> tuple[list[dict[str, Any]], str]:
@@ -24,11 +24,10 @@ def read_saus_table(path: Path) -> tuple[list[dict[str, Any]], str]:
 
 @lru_cache(maxsize=4)
 def _read_saus(path: str, mtime_ns: int, size: int) -> tuple[tuple[dict[str, Any], ...], str]:
-    import pandas as pd
+    import pyarrow.parquet as pq
 
-    frame = pd.read_parquet(path)
-    frame = frame.astype(object).where(frame.notna(), None)
-    rows = tuple(frame.to_dict("records"))
+    with pq.ParquetFile(path) as file:
+        rows = tuple(file.read().to_pylist())
     return rows, read_parquet_metadata(Path(path)).get("sau_set_hash", "")
 
 
@@ -77,7 +76,7 @@ def judge_run(
     runtime: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Judge one run and write ``out``; rows carry the provenance the aggregation checks."""
-    import pandas as pd
+    import pyarrow as pa
 
     agent = read_json(agent_path)
     execution = read_json(execution_path) if execution_path.is_file() else None
@@ -112,10 +111,10 @@ def judge_run(
         rows.append(row)
     # the per-sample answers of a judge asked k times (sabench.judges.stability); absent otherwise
     sampled = ["samples"] if any(row.get("samples") for row in rows) else []
-    frame = pd.DataFrame(rows, columns=[*JUDGMENT_COLUMNS, *sampled])
-    frame["score"] = frame["score"].astype(float)
-    frame["seed"] = frame["seed"].astype(str)
-    write_parquet(out, frame, judge=name, judge_fingerprint=fingerprint, sau_set_hash=sau_hash)
+    # written with pyarrow alone: the types pandas gave (sabench.io.arrow_table), its import spared
+    types = {"score": pa.float64(), "seed": pa.large_string()}
+    table = arrow_table(rows, [*JUDGMENT_COLUMNS, *sampled], types)
+    write_table(out, table, judge=name, judge_fingerprint=fingerprint, sau_set_hash=sau_hash)
     return rows
 
 
