@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 
 from sabench.errors import UserError
-from sabench.judges.registry import judge_kind, verdict_file
+from sabench.judges.registry import files_stamp, judge_kind, verdict_file
 from sabench.grid import (
     LLM_OPERATIONAL_SETTINGS,
     SCHEDULING_KEYS,
@@ -265,17 +265,25 @@ def paper_runs(name, agents=None):
     ]
 
 
-def batch_verdicts(wildcards):
-    """The verdict files the batched judges read for one paper's batched runs."""
-    return [
+@cache
+def _batch_verdicts(paper):
+    return files_stamp(
         path
         for slug in BATCHED_JUDGES
         for a, s in PAPER_RUNS
         if a in BATCHED_AGENTS
         for path in verdict_inputs(
-            JUDGE_BY_SLUG[slug], {"agent": a, "paper": wildcards.paper, "seed": s}
+            JUDGE_BY_SLUG[slug], {"agent": a, "paper": paper, "seed": s}
         )
-    ]
+    )
+
+
+def batch_verdicts(wildcards):
+    """The verdict files the batched judges read for one paper's batched runs, as a stamp of
+    their names, sizes and times: a param, not inputs, so that a new version still reruns the
+    batch but Snakemake's scheduler does not size them again and again while the batch waits.
+    """
+    return _batch_verdicts(wildcards.paper)
 
 
 def paper_inputs(wildcards):
@@ -297,6 +305,10 @@ def verdict_inputs(judge, run):
         return []
     path = verdict_file(judge, SETTINGS.config["judge_settings"][judge], run)
     return [str(path)] if path.is_file() else []
+
+
+# judges that read a verdict file per run (reference): the judge rule looks one up only for them
+VERDICT_JUDGES = [s for s, j in JUDGE_BY_SLUG.items() if judge_kind(j).verdicts]
 
 
 def judge_verdicts(wildcards):

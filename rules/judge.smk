@@ -10,7 +10,7 @@ rule judge:
         executed=ancient(run_file("executed")) if EXECUTE else [],
         view=ancient(paper_file("agent_view")),
         # the verdict file of the run, for judges that read one: a new version rejudges the run
-        verdicts=judge_verdicts,
+        verdicts=judge_verdicts if VERDICT_JUDGES else [],
     output:
         run_file("judge/{judge}.parquet"),
     log:
@@ -47,10 +47,10 @@ if JUDGED_IN_BATCHES:
         each run keeps its judge/<judge>.parquet and log, and a cache per run re-judges only the
         runs whose inputs changed."""
         input:
-            submissions=paper_runs("submission", BATCHED_AGENTS),
+            # written with each run's submission/, by the same job: the submissions' stand-in
+            # (what the scheduler checks while a batch waits is kept short)
             agents=paper_runs("agent.json", BATCHED_AGENTS),
             saus=paper_file("saus.parquet"),
-            verdicts=batch_verdicts,
         output:
             [
                 f
@@ -61,6 +61,9 @@ if JUDGED_IN_BATCHES:
             paper_runs("judgments.parquet") if MERGED_IN_BATCHES else [],
         log:
             result("logs/judge/{paper}.log"),
+        # a paper's runs are judged as soon as they can be: the first papers' tables are complete
+        # early, and fewer jobs wait at once
+        priority: 1
         group:
             cluster_group(PAPER_GROUP)
         conda:
@@ -73,6 +76,9 @@ if JUDGED_IN_BATCHES:
         params:
             # a function: no wildcards are filled into the settings' templates
             judges=lambda wildcards: BATCH_JUDGE_PARAMS,
+            # the verdict files the batch reads: a new version rejudges the paper's batch, whose
+            # cache then rejudges that run alone
+            verdicts=batch_verdicts,
         shell:
             f"{PYTHON} -m sabench.judges.batch {{input.agents:q}} --saus {{input.saus:q}}"
             " --judges {params.judges:q}"
