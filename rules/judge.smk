@@ -6,9 +6,9 @@ rule judge:
         execution=run_file("execution.json") if EXECUTE else [],
         agent=run_file("agent.json"),
         saus=paper_file("saus.parquet"),
-        # for judges that run code (exec): ancient, so that re-ingesting a paper reruns no judge
-        executed=ancient(run_file("executed")) if EXECUTE else [],
-        view=ancient(paper_file("agent_view")),
+        # judges that run code (exec) also read executed/ (written with execution.json) and the
+        # paper's agent_view/ (with paper.md, before saus.parquet): never rerun triggers, so
+        # not inputs of their own (a large grid's dry run resolves every input of every job)
         # the verdict file of the run, for judges that read one: a new version rejudges the run
         verdicts=judge_verdicts if VERDICT_JUDGES else [],
     output:
@@ -21,18 +21,17 @@ rule judge:
         "../envs/sabench.yaml"
     resources:
         # as the CPU-only reproduce and execute jobs it is grouped with (a group's strings agree)
-        gpu_model="",
-        cpus_per_task=1,
+        **cluster_resources(gpu_model="", cpus_per_task=1, runtime=30),
         mem_mb=2000,
         disk_mb=1000,
-        runtime=30,
     params:
         judge=by_wildcard("judge", JUDGE_PARAMS),
+    # the run folder: the SAUs, the output and the agent view are where it expects them (the
+    # shorter the command, the faster the dry run of a large grid prints it)
     shell:
-        f'{PYTHON} -m sabench.judges.run "$(dirname {{input.agent:q}})" --saus {{input.saus:q}}'
-        f" --out {{output:q}} --judge {{params.judge[name]:q}}"
-        f" --fingerprint {{params.judge[fingerprint]}}"
-        f" --settings {{params.judge[settings_json]:q}} --agent-view {{input.view:q}}"
+        f'{PYTHON} -m sabench.judges.run "$(dirname {{input.agent:q}})"'
+        f" --judge {{params.judge[name]:q}} --fingerprint {{params.judge[fingerprint]}}"
+        f" --settings {{params.judge[settings_json]:q}}"
         f" --runtime {{params.judge[runtime_json]:q}} --operational {JUDGE_OPERATIONAL_ARG}"
         " --quiet > {log:q} 2>&1"
 
@@ -69,13 +68,12 @@ if JUDGED_IN_BATCHES:
         conda:
             "../envs/sabench.yaml"
         resources:
-            cpus_per_task=1,
+            **cluster_resources(cpus_per_task=1, runtime=30),
             mem_mb=2000,
             disk_mb=1000,
-            runtime=30,
         params:
             # a function: no wildcards are filled into the settings' templates
-            judges=lambda wildcards: BATCH_JUDGE_PARAMS,
+            judges=of_wildcards(lambda wildcards: BATCH_JUDGE_PARAMS),
             # the verdict files the batch reads: a new version rejudges the paper's batch, whose
             # cache then rejudges that run alone
             verdicts=batch_verdicts,

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sabench.contracts import JUDGMENT_COLUMNS, Judgment
+from sabench.contracts import JUDGMENT_COLUMNS, Judgment, paper_folder
 from sabench.faults import Fault, clear_fault, exit_for_fault
 from sabench.io import arrow_table, read_json, read_parquet_metadata, write_table
 
@@ -148,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description="Judge one run folder with one judge.")
     parser.add_argument("run_dir", type=_run_folder, help="results/runs/<agent>/<paper>/<seed>")
     parser.add_argument(
-        "--saus", type=_existing_file, required=True, help="the paper's saus.parquet"
+        "--saus",
+        type=_existing_file,
+        help="the paper's saus.parquet (default: <results>/papers/<paper>/saus.parquet beside the "
+        "run folder, <results>/runs/<agent>/<paper>/<seed>)",
     )
     parser.add_argument("--judge", type=_judge_name, default="static")
     parser.add_argument("--settings", type=json_object, default={}, help="judge settings (JSON)")
@@ -176,9 +179,14 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or args.run_dir / "judge" / f"{judge_slug(args.judge)}.parquet"
     view = args.agent_view
-    if view is None and len(args.run_dir.resolve().parents) > 3:
-        guess = args.run_dir.resolve().parents[3] / "papers" / args.run_dir.parent.name
-        view = guess / "agent_view" if (guess / "agent_view").is_dir() else None
+    paper_dir = paper_folder(args.run_dir)
+    if view is None and paper_dir is not None:
+        view = paper_dir / "agent_view" if (paper_dir / "agent_view").is_dir() else None
+    if args.saus is None:
+        saus = paper_dir / "saus.parquet" if paper_dir is not None else None
+        if saus is None or not saus.is_file():
+            parser.error(f"--saus: {saus or 'the paper folder'}: not found (give --saus)")
+        args.saus = saus
     stage = f"judge-{judge_slug(args.judge)}"
     from sabench.locks import job_guard
 
