@@ -1,19 +1,29 @@
 """The pages' most repeated pieces as HTML built in Python: a cited span and a judgment. A run
 page shows every SAU's judgments with their cited code, and a paper page and its disagreements
 page show them again; in the template language these loops were most of the report's time.
-The macros of ``templates/report/macros.html.j2`` insert them; the bytes are the ones those
-macros wrote."""
+The macros of ``templates/report/macros.html.j2`` insert them (as safe HTML); the bytes are the
+ones those macros wrote."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from markupsafe import Markup, escape
-
 from sabench.report_site.formatting import slug
 
 
-def excerpt_html(excerpt: dict[str, Any]) -> Markup:
+def escape(value: object) -> str:
+    """Text as the templates' autoescape wrote it (markupsafe's five entities)."""
+    return (
+        str(value)
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&#34;")
+        .replace("'", "&#39;")
+    )
+
+
+def excerpt_html(excerpt: dict[str, Any]) -> str:
     """A cited span (:meth:`sabench.report_site.sources.Sources.excerpt`): where, a note, the
     highlighted lines (already HTML) with the cited ones marked."""
     note = excerpt["note"]
@@ -30,7 +40,7 @@ def excerpt_html(excerpt: dict[str, Any]) -> Markup:
         ]
         parts.append("</pre>")
     parts.append("</div>\n")
-    return Markup("".join(parts))
+    return "".join(parts)
 
 
 def verdict_html(verdict: str) -> str:
@@ -39,12 +49,12 @@ def verdict_html(verdict: str) -> str:
 
 def judgment_html(
     name: str, cell: dict[str, Any] | None, open_first: bool = True, limit: int = 99
-) -> Markup:
+) -> str:
     """One judge's judgment of one SAU (a :meth:`sabench.report_site.model.Site.cell`): verdict,
     score, failure mode, reasoning and the first ``limit`` cited spans (the first one open when
     ``open_first``), the others as references. Kept in the cell: its pages show it again."""
     if not cell:
-        return Markup(
+        return (
             f'<div class="judgment nj"><span class="jname">{escape(name)}</span>'
             ' <span class="none">not judged</span></div>'
         )
@@ -55,7 +65,7 @@ def judgment_html(
     fm = cell["failure_mode"]
     parts = [
         '<div class="judgment">\n<div class="jhead"><span class="jname">',
-        str(escape(name)),
+        escape(name),
         "</span> ",
         verdict_html(cell["verdict"]),
         f' <span class="score">score {escape(cell["score"])}</span>',
@@ -81,7 +91,7 @@ def judgment_html(
     else:
         parts.append('<p class="none">no evidence cited</p>')
     parts.append("</div>\n")
-    cache[key] = html = Markup("".join(parts))
+    cache[key] = html = "".join(parts)
     return html
 
 
