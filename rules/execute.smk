@@ -2,7 +2,7 @@ rule execute:
     """Run reproduce.sh on a copy of the submission in a fresh sandbox; every outcome is a status."""
     input:
         submission=ancient(run_file("submission")),
-        view=ancient(paper_file("agent_view")),
+        # and the paper's agent_view/, beside the run folder (reproduce's input, so made before)
         # rewritten by every agent run: a new submission is executed again
         agent=run_file("agent.json"),
     output:
@@ -15,15 +15,17 @@ rule execute:
     conda:
         "../envs/sabench.yaml"
     resources:
+        **cluster_resources(
+            gpu_model=by_wildcard("agent", EXECUTE_GPU_MODEL),
+            cpus_per_task=by_wildcard("agent", AGENT_CPUS),
+            runtime=int(RUNTIME["time_limit_s"] // 60) + 5,
+        ),
         gpu=by_wildcard("agent", EXECUTE_GPUS),
-        gpu_model=by_wildcard("agent", EXECUTE_GPU_MODEL),
-        cpus_per_task=by_wildcard("agent", AGENT_CPUS),
         mem_mb=RUNTIME["mem_mb"] + 1024,
         disk_mb=RUNTIME["output_limit_mb"] + 1024,
-        runtime=int(RUNTIME["time_limit_s"] // 60) + 5,
     params:
         settings=by_wildcard("agent", EXECUTE_SETTINGS),
+    # the run folder holds the submission; the agent view is beside it (sabench.execute)
     shell:
-        f"{PYTHON} -m sabench.execute {{input.submission:q}} --agent-view {{input.view:q}}"
-        f' --out "$(dirname {{output.record:q}})" --settings {{params.settings:q}}'
-        f" --requirements {SANDBOX_REQUIREMENTS} --quiet"
+        f'{PYTHON} -m sabench.execute --out "$(dirname {{output.record:q}})"'
+        f" --settings {{params.settings:q}} --requirements {SANDBOX_REQUIREMENTS} --quiet"

@@ -6,11 +6,11 @@ rule judge:
         execution=run_file("execution.json") if EXECUTE else [],
         agent=run_file("agent.json"),
         saus=paper_file("saus.parquet"),
-        # for judges that run code (exec): ancient, so that re-ingesting a paper reruns no judge
-        executed=ancient(run_file("executed")) if EXECUTE else [],
-        view=ancient(paper_file("agent_view")),
+        # judges that run code (exec) also read executed/ (written with execution.json) and the
+        # paper's agent_view/ (with paper.md, before saus.parquet): never rerun triggers, so
+        # not inputs of their own (a large grid's dry run resolves every input of every job)
         # the verdict file of the run, for judges that read one: a new version rejudges the run
-        verdicts=judge_verdicts,
+        verdicts=judge_verdicts if VERDICT_JUDGES else [],
     output:
         run_file("judge/{judge}.parquet"),
     log:
@@ -21,18 +21,17 @@ rule judge:
         "../envs/sabench.yaml"
     resources:
         # as the CPU-only reproduce and execute jobs it is grouped with (a group's strings agree)
-        gpu_model="",
-        cpus_per_task=1,
+        **cluster_resources(gpu_model="", cpus_per_task=1, runtime=30),
         mem_mb=2000,
         disk_mb=1000,
-        runtime=30,
     params:
         judge=by_wildcard("judge", JUDGE_PARAMS),
+    # the run folder: the SAUs, the output and the agent view are where it expects them (the
+    # shorter the command, the faster the dry run of a large grid prints it)
     shell:
-        f'{PYTHON} -m sabench.judges.run "$(dirname {{input.agent:q}})" --saus {{input.saus:q}}'
-        f" --out {{output:q}} --judge {{params.judge[name]:q}}"
-        f" --fingerprint {{params.judge[fingerprint]}}"
-        f" --settings {{params.judge[settings_json]:q}} --agent-view {{input.view:q}}"
+        f'{PYTHON} -m sabench.judges.run "$(dirname {{input.agent:q}})"'
+        f" --judge {{params.judge[name]:q}} --fingerprint {{params.judge[fingerprint]}}"
+        f" --settings {{params.judge[settings_json]:q}}"
         f" --runtime {{params.judge[runtime_json]:q}} --operational {JUDGE_OPERATIONAL_ARG}"
         " --quiet > {log:q} 2>&1"
 
@@ -47,10 +46,10 @@ if JUDGED_IN_BATCHES:
         each run keeps its judge/<judge>.parquet and log, and a cache per run re-judges only the
         runs whose inputs changed."""
         input:
-            submissions=paper_runs("submission", BATCHED_AGENTS),
+            # written with each run's submission/, by the same job: the submissions' stand-in
+            # (what the scheduler checks while a batch waits is kept short)
             agents=paper_runs("agent.json", BATCHED_AGENTS),
             saus=paper_file("saus.parquet"),
-            verdicts=batch_verdicts,
         output:
             [
                 f
@@ -61,18 +60,23 @@ if JUDGED_IN_BATCHES:
             paper_runs("judgments.parquet") if MERGED_IN_BATCHES else [],
         log:
             result("logs/judge/{paper}.log"),
+        # a paper's runs are judged as soon as they can be: the first papers' tables are complete
+        # early, and fewer jobs wait at once
+        priority: 1
         group:
             cluster_group(PAPER_GROUP)
         conda:
             "../envs/sabench.yaml"
         resources:
-            cpus_per_task=1,
+            **cluster_resources(cpus_per_task=1, runtime=30),
             mem_mb=2000,
             disk_mb=1000,
-            runtime=30,
         params:
             # a function: no wildcards are filled into the settings' templates
-            judges=lambda wildcards: BATCH_JUDGE_PARAMS,
+            judges=of_wildcards(lambda wildcards: BATCH_JUDGE_PARAMS),
+            # the verdict files the batch reads: a new version rejudges the paper's batch, whose
+            # cache then rejudges that run alone
+            verdicts=batch_verdicts,
         shell:
             f"{PYTHON} -m sabench.judges.batch {{input.agents:q}} --saus {{input.saus:q}}"
             " --judges {params.judges:q}"

@@ -17,19 +17,20 @@ rule reproduce:
     conda:
         "../envs/sabench.yaml"
     resources:
+        **cluster_resources(
+            gpu_model=by_wildcard("agent", AGENT_GPU_MODEL),
+            cpus_per_task=by_wildcard("agent", AGENT_CPUS),
+            runtime=by_wildcard("agent", AGENT_RUNTIME_MIN),
+        ),
         gpu=by_wildcard("agent", AGENT_GPUS),
-        gpu_model=by_wildcard("agent", AGENT_GPU_MODEL),
-        cpus_per_task=by_wildcard("agent", AGENT_CPUS),
         mem_mb=by_wildcard("agent", AGENT_MEM_MB),
         disk_mb=10000,
-        runtime=by_wildcard("agent", AGENT_RUNTIME_MIN),
     params:
         spec=by_wildcard("agent", AGENT_SPECS),
+    # the run folder names the agent, the paper, the seed and the agent view (sabench.agents)
     shell:
-        f"{PYTHON} -m sabench.agents {{wildcards.agent}} {{wildcards.paper}}"
-        f" --seed {{wildcards.seed}} --spec {{params.spec:q}} --repo {REPO}"
-        f" --agent-view {{input.view:q}} --runtime {TOOL_RUNTIME}"
-        f' --out "$(dirname {{output.record:q}})" > {{log:q}} 2>&1'
+        f'{PYTHON} -m sabench.agents --out "$(dirname {{output.record:q}})"'
+        f" --spec {{params.spec:q}} --repo {REPO} --runtime {TOOL_RUNTIME} > {{log:q}} 2>&1"
 
 
 if REPLAYED_IN_BATCHES:
@@ -57,7 +58,7 @@ if REPLAYED_IN_BATCHES:
             runtime=30,
         params:
             # a function: no wildcards are filled into the agents' path templates
-            specs=lambda wildcards: REPLAYED_SPECS,
+            specs=of_wildcards(lambda wildcards: REPLAYED_SPECS),
         shell:
             f"{PYTHON} -m sabench.agents.batch {{output.records:q}} --specs {{params.specs:q}}"
             f" --repo {REPO} > {{log:q}} 2>&1"

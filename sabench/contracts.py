@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 DIMENSIONS = ("D1", "D2", "D3", "D4")
@@ -129,3 +130,17 @@ class Judgment:
 @cache
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
+
+
+def run_of_folder(run_dir: str | Path) -> tuple[str, str, str]:
+    """(agent, paper, seed) of a run folder as the workflow lays it out,
+    ``<results>/runs/<agent>/<paper>/<seed>``: the steps take them from there when not given."""
+    parts = Path(run_dir).resolve().parts
+    return parts[-3], parts[-2], parts[-1]
+
+
+def paper_folder(run_dir: str | Path) -> Path | None:
+    """The paper's folder beside a run folder: ``<results>/runs/<agent>/<paper>/<seed>`` ->
+    ``<results>/papers/<paper>`` (its ``agent_view/`` and ``saus.parquet``)."""
+    folder = Path(run_dir).resolve()
+    return folder.parents[3] / "papers" / folder.parent.name if len(folder.parents) > 3 else None

@@ -351,8 +351,15 @@ def _execute_in_sandbox(
 def main(argv: list[str] | None = None) -> int:
     """Run one submission and print its record; the workflow's execute rule calls this too."""
     parser = ArgumentParser(prog="python -m sabench.execute", description=__doc__)
-    parser.add_argument("submission", type=Path)
-    parser.add_argument("--agent-view", type=Path, required=True, help="shown read-only at /paper")
+    parser.add_argument(
+        "submission", type=Path, nargs="?", help="default: --out's submission/ (a run folder)"
+    )
+    parser.add_argument(
+        "--agent-view",
+        type=Path,
+        help="shown read-only at /paper (default: <results>/papers/<paper>/agent_view beside "
+        "--out, a run folder <results>/runs/<agent>/<paper>/<seed>)",
+    )
     parser.add_argument(
         "--out", type=Path, required=True, help="gets executed/, execution.json/.log"
     )
@@ -367,6 +374,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--network", choices=["none", "full"])
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the status line")
     args = parser.parse_args(argv)
+    # the workflow names the run folder only: the submission and the paper's view follow from it
+    if args.submission is None:
+        args.submission = args.out / "submission"
+    if args.agent_view is None:
+        from sabench.contracts import paper_folder
+
+        paper = paper_folder(args.out)
+        if paper is None or not (paper / "agent_view").is_dir():
+            parser.error(
+                "--agent-view: give it (no <results>/papers/<paper>/agent_view beside --out)"
+            )
+        args.agent_view = paper / "agent_view"
     settings = dict(args.settings)
     for key in (
         "backend",

@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -80,12 +80,69 @@ def read_json(path: str | Path) -> Any:
         return json.load(fh)
 
 
-def write_parquet(path: str | Path, frame: Any, **metadata: str) -> None:
+def write_parquet(path: str | Path, frame: Any, /, **metadata: str) -> None:
     """Write a pandas DataFrame as Parquet with the schema version in its metadata."""
     import pyarrow as pa
+
+    write_table(path, pa.Table.from_pandas(frame, preserve_index=False), **metadata)
+
+
+def spare_pandas() -> None:
+    """For a step that uses pyarrow without pandas (a batch step's small tables): pyarrow imports
+    pandas the first time it converts Python objects, only to ask whether they are pandas
+    objects, and that import is half a second of CPU, most of such a step's start. Where pandas is
+    not loaded yet, that first question is answered "no pandas" (pyarrow keeps the answer for its
+    array conversions, and still imports pandas if the step ever converts to or from it)."""
+    import sys
+
+    import pyarrow as pa
+
+    if "pandas" in sys.modules:
+        return
+    sys.meta_path.insert(0, _NoPandas)
+    try:
+        pa.array([None])
+    finally:
+        sys.meta_path.remove(_NoPandas)
+
+
+class _NoPandas:
+    """A module finder for which pandas is not installed (see :func:`spare_pandas`)."""
+
+    @staticmethod
+    def find_spec(name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+def arrow_table(
+    rows: list[dict[str, Any]], columns: Sequence[str], types: dict[str, Any] | None = None
+) -> Any:
+    """Rows as an Arrow table with the types pandas would give them (strings as large_string,
+    integers with a null as double, a column of nulls as null), without importing pandas: a
+    batch step writing a few small tables would spend most of its time importing it. ``types``
+    casts the named columns (e.g. a score that may be all null is still double)."""
+    import pyarrow as pa
+
+    arrays = []
+    for name in columns:
+        values = [row.get(name) for row in rows]
+        kind = types.get(name) if types else None
+        if kind is None:
+            # the type first, then the array: no cast (pyarrow.compute's import is 0.1 s)
+            kind = pa.infer_type(values)
+            if pa.types.is_string(kind):
+                kind = pa.large_string()
+            elif pa.types.is_integer(kind) and None in values:
+                kind = pa.float64()
+        arrays.append(pa.array(values, type=kind))
+    return pa.Table.from_arrays(arrays, names=list(columns))
+
+
+def write_table(path: str | Path, table: Any, /, **metadata: str) -> None:
+    """Write an Arrow table as Parquet with the schema version in its metadata (atomically)."""
     import pyarrow.parquet as pq
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
     table = table.replace_schema_metadata(sabench_metadata(table.schema.metadata, **metadata))
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)

@@ -261,23 +261,48 @@ def make_report(
     their paths. ``results`` is the results root whose run folders give the code, logs and
     transcripts of the run pages (without it, those pages show the tables only); ``workers``
     processes render the pages."""
-    from matplotlib import rc_context
-
     from sabench.report_site import build_site
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    scores = _table(tables, "scores_by_agent")
-    taxonomy = _table(tables, "error_taxonomy")
-    by_run = _table(tables, "scores_by_run")
+    if workers < 2:
+        images = plot_figures(tables, out_dir)
+        index, site = build_site(tables, out_dir, results, images, config_hash, workers)
+        return [*images, index, site]
+    # the figures are drawn by a forked process while the pages are rendered; the summary,
+    # which shows them, is written last
+    import multiprocessing
+
+    plotter = multiprocessing.get_context("fork").Process(
+        target=plot_figures, args=(tables, out_dir), name="sabench-report-figures"
+    )
+    plotter.start()
+
+    def figures() -> list[Path]:
+        plotter.join()
+        if plotter.exitcode != 0:
+            raise RuntimeError(f"drawing the figures failed (exit status {plotter.exitcode})")
+        return [out_dir / name for name in IMAGES]
+
+    try:
+        index, site = build_site(tables, out_dir, results, figures, config_hash, workers)
+    finally:
+        if plotter.is_alive():
+            plotter.terminate()
+            plotter.join()
+    return [*figures(), index, site]
+
+
+def plot_figures(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
+    """The three PNGs of ``IMAGES`` in ``out_dir``."""
+    from matplotlib import rc_context
+
     with rc_context(_RC):
-        images = [
-            plot_scores_by_agent(scores, out_dir / IMAGES[0]),
-            plot_verdicts(taxonomy, out_dir / IMAGES[1]),
-            plot_heatmap(by_run, out_dir / IMAGES[2]),
+        return [
+            plot_scores_by_agent(_table(tables, "scores_by_agent"), out_dir / IMAGES[0]),
+            plot_verdicts(_table(tables, "error_taxonomy"), out_dir / IMAGES[1]),
+            plot_heatmap(_table(tables, "scores_by_run"), out_dir / IMAGES[2]),
         ]
-    index, site = build_site(tables, out_dir, results, images, config_hash, workers)
-    return [*images, index, site]
 
 
 def read_tables(folder: Path) -> dict[str, pd.DataFrame]:

@@ -180,15 +180,22 @@ def main(argv: list[str] | None = None) -> int:
     from sabench.steps import ArgumentParser, json_object, step
 
     parser = ArgumentParser(description="Run one agent on one paper into a run folder.")
-    parser.add_argument("agent")
-    parser.add_argument("paper")
-    parser.add_argument("--seed", default="0")
+    parser.add_argument(
+        "agent", nargs="?", help="default: from --out, <results>/runs/<agent>/<paper>/<seed>"
+    )
+    parser.add_argument("paper", nargs="?", help="default: from --out")
+    parser.add_argument("--seed", help="default: from --out when agent and paper are, else 0")
     parser.add_argument("--agents-file", type=Path, default=Path("config/agents.yaml"))
     parser.add_argument(
         "--spec", type=json_object, help="the agent's settings as JSON (instead of --agents-file)"
     )
     parser.add_argument("--repo", type=Path, default=Path.cwd(), help="base of relative paths")
-    parser.add_argument("--agent-view", type=Path, help="the paper as the agent sees it (/paper)")
+    parser.add_argument(
+        "--agent-view",
+        type=Path,
+        help="the paper as the agent sees it (/paper; default: <results>/papers/<paper>/agent_view "
+        "beside --out, when there is one)",
+    )
     parser.add_argument(
         "--runtime",
         type=json_object,
@@ -197,8 +204,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, required=True, help="run folder")
     args = parser.parse_args(argv)
+    from sabench.contracts import paper_folder, run_of_folder
     from sabench.locks import job_guard
 
+    # the workflow names the run folder only: the run and the paper's view follow from it
+    if args.agent is None or args.paper is None:
+        if args.agent is not None:
+            parser.error("give both agent and paper, or neither (they come from --out)")
+        args.agent, args.paper, seed = run_of_folder(args.out)
+        args.seed = seed if args.seed is None else args.seed
+    args.seed = "0" if args.seed is None else args.seed
+    if args.agent_view is None:
+        view = paper_folder(args.out)
+        args.agent_view = view / "agent_view" if view and (view / "agent_view").is_dir() else None
     with step(None, "reproduce") as log, job_guard(args.out, "reproduce"):
         agents = {args.agent: args.spec} if args.spec else load_agents(args.agents_file)
         if args.agent not in agents:

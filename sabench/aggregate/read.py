@@ -67,6 +67,8 @@ def read_paper(root: Path, paper: str) -> tuple[dict[str, Any], pd.DataFrame, st
     missing = [c for c in SAU_COLUMNS if c not in saus.columns]
     if missing:
         raise UserError(saus_path, missing[0], "column missing")
+    # true, false or unknown (no paper text), whether pandas or pyarrow wrote the file
+    saus["grounded"] = saus["grounded"].astype("boolean")
     sau_hash = read_parquet_metadata(saus_path).get("sau_set_hash")
     saus["sau_set_hash"] = sau_hash
     sections = meta.get("sections") or []

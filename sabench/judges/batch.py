@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench.faults import Fault, clear_fault, exit_for_fault
-from sabench.io import atomic_path, read_json
+from sabench.io import atomic_path, read_json, spare_pandas
 
 #: Fields of agent.json that say when and how fast, not what was submitted.
 TIMING_FIELDS = ("started_at", "wall_s")
@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         if not record.is_file():
             parser.error(f"{record}: not found (a run's agent.json)")
     runs = [record.parent for record in args.records]
+    spare_pandas()  # these judges and their tables need no pandas
     with step(None, "judge"):
         counts = judge_batch(args.judges, runs, args.saus, merge=args.merge)
     print(

@@ -8,22 +8,28 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sabench.contracts import JUDGMENT_COLUMNS
-from sabench.io import write_parquet
+from sabench.io import arrow_table, spare_pandas, write_table
 from sabench.steps import ArgumentParser, command
 
 
 def merge_judgments(inputs: Iterable[str | Path], out: str | Path) -> int:
-    """Concatenate the per-judge tables of one run; the number of rows."""
-    import pandas as pd
+    """Concatenate the per-judge tables of one run; the number of rows. Arrow alone, no pandas
+    (a batch merges every run of a paper): a column all null in one judge's table takes the
+    others' type."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    frames = [pd.read_parquet(p) for p in inputs]
-    frame = (
-        pd.concat(frames, ignore_index=True)
-        if frames
-        else pd.DataFrame(columns=list(JUDGMENT_COLUMNS))
-    )
-    write_parquet(out, frame)
-    return len(frame)
+    tables = []
+    for path in inputs:
+        with pq.ParquetFile(path) as file:
+            tables.append(file.read())
+    if tables:
+        table = pa.concat_tables(tables, promote_options="permissive")
+        table = table.replace_schema_metadata(None)
+    else:
+        table = arrow_table([], JUDGMENT_COLUMNS)
+    write_table(out, table)
+    return table.num_rows
 
 
 @command
@@ -39,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         "--judges", nargs="*", default=[], help="judge file names: <run>/judge/<name>.parquet"
     )
     args = parser.parse_args(argv)
+    spare_pandas()
     for out in args.outputs:
         inputs = [out.parent / "judge" / f"{slug}.parquet" for slug in args.judges]
         n = merge_judgments(inputs, out)

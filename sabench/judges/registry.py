@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -164,6 +164,16 @@ def implementation(name: str) -> Callable[[JudgeInputs], list[Judgment]]:
 
 def run_judge(inputs: JudgeInputs) -> list[Judgment]:
     return implementation(inputs.name)(inputs)
+
+
+def files_stamp(paths: Iterable[str | Path]) -> str:
+    """A short hash of the files' names, sizes and modification times: it changes when one of
+    them is replaced, edited or touched (the workflow's stand-in for a long list of inputs)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        st = Path(path).stat()
+        digest.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:16]
 
 
 def verdict_file(name: str, settings: dict[str, Any], run: dict[str, Any]) -> Path:

@@ -9,9 +9,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sabench.contracts import JUDGMENT_COLUMNS, Judgment
+from sabench.contracts import JUDGMENT_COLUMNS, Judgment, paper_folder
 from sabench.faults import Fault, clear_fault, exit_for_fault
-from sabench.io import read_json, read_parquet_metadata, write_parquet
+from sabench.io import arrow_table, read_json, read_parquet_metadata, write_table
 
 
 def read_saus_table(path: Path) -> tuple[list[dict[str, Any]], str]:
@@ -24,11 +24,10 @@ def read_saus_table(path: Path) -> tuple[list[dict[str, Any]], str]:
 
 @lru_cache(maxsize=4)
 def _read_saus(path: str, mtime_ns: int, size: int) -> tuple[tuple[dict[str, Any], ...], str]:
-    import pandas as pd
+    import pyarrow.parquet as pq
 
-    frame = pd.read_parquet(path)
-    frame = frame.astype(object).where(frame.notna(), None)
-    rows = tuple(frame.to_dict("records"))
+    with pq.ParquetFile(path) as file:
+        rows = tuple(file.read().to_pylist())
     return rows, read_parquet_metadata(Path(path)).get("sau_set_hash", "")
 
 
@@ -77,7 +76,7 @@ def judge_run(
     runtime: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Judge one run and write ``out``; rows carry the provenance the aggregation checks."""
-    import pandas as pd
+    import pyarrow as pa
 
     agent = read_json(agent_path)
     execution = read_json(execution_path) if execution_path.is_file() else None
@@ -112,10 +111,10 @@ def judge_run(
         rows.append(row)
     # the per-sample answers of a judge asked k times (sabench.judges.stability); absent otherwise
     sampled = ["samples"] if any(row.get("samples") for row in rows) else []
-    frame = pd.DataFrame(rows, columns=[*JUDGMENT_COLUMNS, *sampled])
-    frame["score"] = frame["score"].astype(float)
-    frame["seed"] = frame["seed"].astype(str)
-    write_parquet(out, frame, judge=name, judge_fingerprint=fingerprint, sau_set_hash=sau_hash)
+    # written with pyarrow alone: the types pandas gave (sabench.io.arrow_table), its import spared
+    types = {"score": pa.float64(), "seed": pa.large_string()}
+    table = arrow_table(rows, [*JUDGMENT_COLUMNS, *sampled], types)
+    write_table(out, table, judge=name, judge_fingerprint=fingerprint, sau_set_hash=sau_hash)
     return rows
 
 
@@ -149,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(description="Judge one run folder with one judge.")
     parser.add_argument("run_dir", type=_run_folder, help="results/runs/<agent>/<paper>/<seed>")
     parser.add_argument(
-        "--saus", type=_existing_file, required=True, help="the paper's saus.parquet"
+        "--saus",
+        type=_existing_file,
+        help="the paper's saus.parquet (default: <results>/papers/<paper>/saus.parquet beside the "
+        "run folder, <results>/runs/<agent>/<paper>/<seed>)",
     )
     parser.add_argument("--judge", type=_judge_name, default="static")
     parser.add_argument("--settings", type=json_object, default={}, help="judge settings (JSON)")
@@ -177,9 +179,14 @@ def main(argv: list[str] | None = None) -> int:
 
     out = args.out or args.run_dir / "judge" / f"{judge_slug(args.judge)}.parquet"
     view = args.agent_view
-    if view is None and len(args.run_dir.resolve().parents) > 3:
-        guess = args.run_dir.resolve().parents[3] / "papers" / args.run_dir.parent.name
-        view = guess / "agent_view" if (guess / "agent_view").is_dir() else None
+    paper_dir = paper_folder(args.run_dir)
+    if view is None and paper_dir is not None:
+        view = paper_dir / "agent_view" if (paper_dir / "agent_view").is_dir() else None
+    if args.saus is None:
+        saus = paper_dir / "saus.parquet" if paper_dir is not None else None
+        if saus is None or not saus.is_file():
+            parser.error(f"--saus: {saus or 'the paper folder'}: not found (give --saus)")
+        args.saus = saus
     stage = f"judge-{judge_slug(args.judge)}"
     from sabench.locks import job_guard
 

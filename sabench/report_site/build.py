@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ import pandas as pd
 
 from sabench.io import atomic_path, write_text
 from sabench.report_site.formatting import slug
+from sabench.report_site.fragments import judgment_html
 from sabench.report_site.model import Site
 from sabench.report_site.pages import (
     agent_context,
@@ -37,6 +38,7 @@ def _env() -> Any:
         keep_trailing_newline=True,
     )
     env.filters["slug"] = slug
+    env.globals["judgment_html"] = judgment_html
     return env
 
 
@@ -60,21 +62,18 @@ def build_site(
     tables: dict[str, pd.DataFrame],
     out_dir: Path,
     results: Path | None,
-    images: Sequence[Path] = (),
+    images: Sequence[Path] | Callable[[], Sequence[Path]] = (),
     config_hash: str | None = None,
     workers: int = 1,
 ) -> tuple[Path, Path]:
     """Write ``out_dir/site/`` (every page, atomically as one folder) and ``out_dir/index.html``.
     With ``workers`` > 1 the papers' pages are rendered by as many forked processes (the bulk of
-    the time: a run page shows every cited span); the pages are the same."""
+    the time: a run page shows every cited span); the pages are the same. ``images`` may be a
+    function that gives them: it is called when the summary, which shows them, is written."""
     out_dir = Path(out_dir)
     env = _env()
     site = Site(tables, Sources(results))
-    inlined = [
-        (Path(p).stem.replace("_", " "), base64.b64encode(Path(p).read_bytes()).decode("ascii"))
-        for p in images
-    ]
-    summary = summary_context(site, inlined, config_hash)
+    summary = summary_context(site, [], config_hash)
     nav = {"agents": summary["agents"], "papers": summary["papers"]}
 
     css = (TEMPLATES / "report.css").read_text(encoding="utf-8")
@@ -93,7 +92,6 @@ def build_site(
 
         page("assets/report.css", css)
         page("assets/report.js", js)
-        page("index.html", render("summary.html.j2", "", **summary))
         for agent in site.agents:
             page(
                 site.agent_href(agent), render("agent.html.j2", "../", **agent_context(site, agent))
@@ -112,6 +110,11 @@ def build_site(
                     _paper_pages(paper)
         finally:
             _WORK.clear()
+        summary["images"] = [
+            (Path(p).stem.replace("_", " "), base64.b64encode(Path(p).read_bytes()).decode())
+            for p in (images() if callable(images) else images)
+        ]
+        page("index.html", render("summary.html.j2", "", **summary))
     index = out_dir / "index.html"
     # self-contained but for its links into site/: snakemake --report embeds it alone
     inline = {"css": css, "js": js}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench.report_site.formatting import escape
+from sabench.report_site.fragments import excerpt_html
 from sabench.report_site.highlight import highlight_lines
 
 #: Lines of code shown per cited span (and around it), of the execution log's tail, characters
@@ -54,10 +55,13 @@ class Sources:
         return self._code[key]
 
     def excerpt(self, run: Run, ev: dict[str, Any]) -> dict[str, Any]:
-        """One cited span: ``file:start-end`` and its highlighted lines (or why there are none)."""
+        """One cited span: ``file:start-end`` and its highlighted lines (or why there are none),
+        and ``html``, the span as the pages show it."""
         key = (run, ev["file"], ev["start"], ev["end"])
         if key not in self._excerpts:
-            self._excerpts[key] = self._excerpt(run, ev)
+            excerpt = self._excerpt(run, ev)
+            excerpt["html"] = excerpt_html(excerpt)
+            self._excerpts[key] = excerpt
         return self._excerpts[key]
 
     def _excerpt(self, run: Run, ev: dict[str, Any]) -> dict[str, Any]:
