@@ -139,7 +139,7 @@ _INVERSE: dict[type, type] = {
 }
 _OP_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "^"}
 
-#: a binary operation by its operator and the terms (and constants) of its two operands
+#: a binary operation by its operator and the names of its two operands
 Operation = tuple[type, frozenset[str], frozenset[str]]
 
 
@@ -198,9 +198,8 @@ def inverted_operation(
     the best, at most ``equation_windows``). Prose formulas are matched by the terms of
     their operands, not their symbols, so only this confusion is told from another notation: each
     stated operation is compared with the code operation sharing most operand terms with it."""
-    stated = [
-        op for rhs in claim.equations for op in operations(equation_tree(rhs) or ast.Module([], []))
-    ]
+    trees = [t for t in map(equation_tree, claim.equations) if t is not None]
+    stated = [op for tree in trees for op in operations(tree)]
     if not stated:
         return None
     seen: set[tuple[str, int]] = set()

@@ -38,6 +38,7 @@ class ClaimJudge:
         self.anchored = self.fn_anchor = False
         self.dim = ""
         self.cov = 0.0
+        self.wins: list[Window] = []
         self.features: dict[str, float] = {}
 
     @cached_property
@@ -81,7 +82,7 @@ class ClaimJudge:
     def _judge(self, claim: Claim) -> Outcome:
         o = self._by_rules(claim)
         if claim.equations and o.verdict in ("aligned", "partial"):
-            inverted = inverted_operation(self, claim, self.ctx.windows(claim.terms))
+            inverted = inverted_operation(self, claim, self.wins)
             if inverted is not None:
                 why, loc = inverted
                 o = self.demote(o, 1)
@@ -93,7 +94,7 @@ class ClaimJudge:
         self.dim = claim.dimension
         self.anchored = self.fn_anchor = False
         cov, docs_cov, wins = self.coverage(claim.terms)
-        self.cov = cov
+        self.cov, self.wins = cov, wins
         ev = [self.loc(w.fid, w.start, w.end) for w in wins[:2]]
 
         if claim.expected:
