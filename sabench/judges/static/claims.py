@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import re
@@ -98,10 +99,12 @@ _MATH_SYMBOLS = str.maketrans(
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def equation_tree(rhs: str) -> ast.Expression | None:
     """An equation's right-hand side as a Python expression, read tolerantly: subscripts joined
     (``x_{i,m}`` -> ``x_im``), ``^`` as ``**``, ``||x||`` as ``norm(x)``, brackets as parentheses,
-    juxtaposition as a product; the longest prefix that parses. None when nothing does."""
+    juxtaposition as a product; the longest prefix ending at a word that parses (the prose that
+    follows an equation does not). None when nothing does."""
     t = rhs.translate(_MATH_SYMBOLS).replace("²", "**2").replace("³", "**3")
     t = re.sub(r"_\{([^{}]*)\}", lambda m: "_" + re.sub(r"\W", "", m.group(1)), t)
     t = re.sub(r"\^\{([^{}]*)\}", r"**(\1)", t).replace("^", "**")
@@ -110,7 +113,8 @@ def equation_tree(rhs: str) -> ast.Expression | None:
     t = t.translate(str.maketrans("[]{}", "()()"))
     t = re.sub(r"(\w)'", r"\1_prime", t)
     t = re.sub(r"(?<=[\w)])\s+(?=[A-Za-z(])", " * ", t)
-    for end in range(len(t), 0, -1):
+    ends = [len(t)] + [m.start() for m in reversed(list(re.finditer(r"(?<=[\w)])\s*[,;:]|\s", t)))]
+    for end in ends:
         try:
             return ast.parse(t[:end], mode="eval")
         except (SyntaxError, ValueError):

@@ -132,6 +132,13 @@ class SubmissionContext:
             and not (f.kind == "kwarg" and len([t for t in f.terms if not t.isdigit()]) < 2)
             and not self._counter(f)
         ]
+        #: the settings by the first three letters of each word of their names (a name matches a
+        #: claim's word when one is the other's prefix: they share those letters)
+        self.settings_by_prefix: dict[str, list[Fact]] = defaultdict(list)
+        self.settings_order = {f: i for i, f in enumerate(self.settings)}
+        for f in self.settings:
+            for t in {t[:3] for t in f.terms if not t.isdigit()}:
+                self.settings_by_prefix[t].append(f)
 
     def _counter(self, fact: Fact) -> bool:
         """A zero assigned in a function body (``n_iter = 0``, ``self.step = 0``) starts a counter

@@ -176,15 +176,18 @@ def _overlap(a: Operation, b: Operation) -> int:
     return max((x + y if (x and y) or x + y >= 2 else 0) for x, y in pairs)
 
 
-def _function_tree(judge: ClaimJudge, fn: Function) -> ast.AST | None:
-    fid = judge.ctx.fid_of.get(fn.file)
-    if fid is None:
-        return None
-    lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
-    try:
-        return ast.parse(textwrap.dedent("\n".join(lines)))
-    except (SyntaxError, ValueError):
-        return None
+def function_operations(judge: ClaimJudge, fn: Function) -> list[Operation]:
+    """The arithmetic operations of a function's code, read once a submission."""
+    key = (fn.file, fn.start)
+    if key not in judge.operations_of:
+        fid = judge.ctx.fid_of.get(fn.file)
+        tree = None
+        if fid is not None:
+            lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
+            with contextlib.suppress(SyntaxError, ValueError, RecursionError):
+                tree = ast.parse(textwrap.dedent("\n".join(lines)))
+        judge.operations_of[key] = operations(tree) if tree is not None else []
+    return judge.operations_of[key]
 
 
 def inverted_operation(
@@ -211,9 +214,7 @@ def inverted_operation(
         if fn is None or fn.stub or (fn.file, fn.start) in seen:
             continue
         seen.add((fn.file, fn.start))
-        tree = _function_tree(judge, fn)
-        if tree is not None:
-            code += [(op, fn) for op in operations(tree)]
+        code += [(op, fn) for op in function_operations(judge, fn)]
     for want in stated:
         scored = [(_overlap(c, want), i) for i, (c, _) in enumerate(code)]
         best = max(scored, default=(0, -1))

@@ -205,7 +205,8 @@ def _named_conflict(judge: ClaimJudge, num: NumberMention, evidence_fids: set[in
     around = _name_terms(num.context_words[-3:]) + _name_terms(num.after_words[:2])
     nearest = _name_terms(num.context_words[-1:]) + _name_terms(num.after_words[:1])
     found = None
-    for fact in judge.ctx.settings:
+    candidates = {f for t in around for f in judge.ctx.settings_by_prefix.get(t[:3], ())}
+    for fact in sorted(candidates, key=judge.ctx.settings_order.__getitem__):
         terms = [t for t in fact.terms if not t.isdigit()]
         if not terms:
             continue

@@ -39,6 +39,8 @@ class ClaimJudge:
         self.dim = ""
         self.cov = 0.0
         self.wins: list[Window] = []
+        #: the arithmetic operations of each function, by (file, first line): see formulas.py
+        self.operations_of: dict[tuple[str, int], list[Any]] = {}
         self.features: dict[str, float] = {}
 
     @cached_property
