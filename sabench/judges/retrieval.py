@@ -19,6 +19,7 @@ from sabench.judges.static import (
     analyze_claim,
     rounded_value,
 )
+from sabench.values import extract_numbers
 
 #: The retrieval's settings (part of the llm judge's settings, ``JUDGE_DEFAULTS``).
 RETRIEVAL_DEFAULTS: dict[str, Any] = {
@@ -27,11 +28,13 @@ RETRIEVAL_DEFAULTS: dict[str, Any] = {
     "function_lines": 20,  # a hit inside a function this short shows the whole function
     "max_settings": 12,  # named settings listed per SAU
     "fill_window": 6,  # lines per extra window that fills the rest of the budget
+    "fill_offset": 1,  # a filling window starts this many lines below fill_window/2 above its centre
     "fill_max": 200,  # extra windows considered per SAU
     "fill_term_cap": 0.05,  # terms on more than this share of the code's lines say little
     "fill_name_weight": 3.0,  # weight of an identifier the claim spells out (``hat_alpha``)
     "fill_repeat": 0.1,  # weight of a term's repeats in a window (distinct terms count 1)
-    "fill_number_weight": 1.0,  # weight of a number of the claim found as a literal (``512``)
+    "fill_number_weight": 2.0,  # weight of a number of the claim where the code has it (``512``)
+    "fill_number_text": True,  # the number also where a comment, string or config says it
     "fill_def_weight": 2.0,  # factor for claim words on a ``def``/``class`` line
     "core_n": 30,  # definition headers of the run's core every SAU is shown (Retriever._core)
     "core_top": 20,  # each claim's best windows that vote for the core
@@ -93,6 +96,7 @@ class Retriever:
         self.saus = saus
         self._window_cache: dict[str, list[tuple[float, int, int]]] = {}
         self._core_cache: list[tuple[int, int, int]] | None = None
+        self._said: dict[float, list[tuple[int, int]]] | None = None
 
     def _claim_windows(self, claim: Any) -> list[tuple[float, int, int]]:
         """:meth:`_windows`, once per claim text (the core and the claim's own filling use them)."""
@@ -189,15 +193,7 @@ class Retriever:
         # the claim's numbers: literals in code and config, integers also where a comment says them
         nw = float(self.opt["fill_number_weight"])
         if nw > 0:
-            for num in claim.numbers:
-                sites: dict[tuple[int, int], None] = {}
-                for cand in num.candidates():
-                    for site in self.index.literals.get(rounded_value(cand), ()):
-                        sites[site] = None
-                    if math.isfinite(cand) and cand == int(cand) and abs(cand) >= 10:
-                        for site in self.index.chunk_sites.get(str(int(cand)), ()):
-                            if site[0] in ctx.code_fids:
-                                sites[site] = None
+            for sites in self._number_sites(claim):
                 postings.append((nw, [(f, ln, 1.0) for f, ln in sites]))
         line_terms: dict[tuple[int, int], dict[int, float]] = defaultdict(dict)
         for i, (w, hits) in enumerate(postings):
@@ -234,16 +230,59 @@ class Retriever:
         scored.sort(key=lambda x: (-x[0], x[1], x[2]))
         return scored
 
+    def _number_sites(self, claim: Any) -> list[dict[tuple[int, int], None]]:
+        """Per number of the claim, the code and config lines that hold it: literals, integers a
+        comment writes and, with ``fill_number_text``, any mention of the value."""
+        ctx = self.ctx
+        out = []
+        for num in claim.numbers:
+            sites: dict[tuple[int, int], None] = {}
+            for cand in num.candidates():
+                for site in self.index.literals.get(rounded_value(cand), ()):
+                    sites[site] = None
+                if math.isfinite(cand) and cand == int(cand) and abs(cand) >= 10:
+                    for site in self.index.chunk_sites.get(str(int(cand)), ()):
+                        if site[0] in ctx.code_fids:
+                            sites[site] = None
+                if self.opt["fill_number_text"]:
+                    for site in self._said_numbers().get(rounded_value(cand), ()):
+                        sites[site] = None
+            out.append(sites)
+        return out
+
+    def _said_numbers(self) -> dict[float, list[tuple[int, int]]]:
+        """Every number written on a code or config line (comments, docstrings and strings too), by
+        value: where the code says a claim's value in words, ``# beta1 0.9 as in the paper``."""
+        if self._said is None:
+            said: dict[float, list[tuple[int, int]]] = defaultdict(list)
+            directed = self.index.directed
+            for fid in sorted(self.ctx.code_fids):
+                for ln, text in enumerate(self.index.files[fid].lines, start=1):
+                    if not any(c.isdigit() for c in text) or (fid, ln) in directed:
+                        continue
+                    for v in {
+                        rounded_value(c) for m in extract_numbers(text) for c in m.candidates()
+                    }:
+                        said[v].append((fid, ln))
+            self._said = dict(said)
+        return self._said
+
     def _fill(self, claim: Any) -> list[tuple[int, int, int]]:
-        """More windows for what is left of the budget, best first, not overlapping."""
-        half = int(self.opt["fill_window"]) // 2
+        """More windows for what is left of the budget, best first, not overlapping: each from
+        ``fill_window // 2 - 1 - fill_offset`` lines above its centre (SA-Bench's evidence runs
+        from two lines above its hit to five below)."""
+        before = int(self.opt["fill_window"]) // 2 - 1 - int(self.opt["fill_offset"])
+        size = int(self.opt["fill_window"])
+        windows = [
+            (fid, ln) for _, fid, ln in self._claim_windows(claim)[: int(self.opt["fill_max"])]
+        ]
         out: list[tuple[int, int, int]] = []
         taken: set[tuple[int, int]] = set()
-        for _, fid, ln in self._claim_windows(claim)[: int(self.opt["fill_max"])]:
+        for fid, ln in windows:
             if (fid, ln) in taken:
                 continue
-            out.append((fid, ln - half + 1, ln + half))
-            taken.update((fid, k) for k in range(ln - half + 1, ln + half + 1))
+            out.append((fid, max(1, ln - before), ln - before + size - 1))
+            taken.update((fid, k) for k in range(ln - before, ln - before + size))
         return out
 
     def retrieve(self, sau: dict[str, Any]) -> EvidenceBundle:
