@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sabench.index import CodeIndex
+from sabench.index import CONFIG, CodeIndex
 from sabench.judges.static import (
     GENERIC,
     ClaimJudge,
@@ -21,21 +21,38 @@ from sabench.judges.static import (
 )
 from sabench.values import extract_numbers
 
+#: How much a filling window's odds of being a claim's evidence rise (in units of the log of its
+#: rank among the claim's windows) where it sits in a config file, in a file's opening lines (its
+#: docstring), on a ``def``/``class`` line, at one of the claim's numbers, in a comment or docstring,
+#: outside any function; ``file_rank`` lowers them by the log of its file's rank (the file of the
+#: claim's best window first). Fitted on the 10 even SA-Bench papers, checked on the 10 odd ones.
+FILL_PRIORS: dict[str, float] = {
+    "file_rank": 0.5,
+    "config": 0.5,
+    "file_top": 0.7,
+    "definition": 0.8,
+    "number": 0.9,
+    "comment": 0.3,
+    "outside": 0.6,
+}
 #: The retrieval's settings (part of the llm judge's settings, ``JUDGE_DEFAULTS``).
 RETRIEVAL_DEFAULTS: dict[str, Any] = {
     "max_evidence_lines": 420,  # excerpt lines per SAU (the prompt's main cost)
     "context_lines": 3,  # lines around each retrieved hit
     "function_lines": 20,  # a hit inside a function this short shows the whole function
     "max_settings": 12,  # named settings listed per SAU
+    "static_windows": 3,  # the static judge's best term windows shown before the core
     "fill_window": 6,  # lines per extra window that fills the rest of the budget
     "fill_offset": 1,  # a filling window starts this many lines below fill_window/2 above its centre
-    "fill_max": 200,  # extra windows considered per SAU
+    "fill_max": 400,  # extra windows considered per SAU
     "fill_term_cap": 0.05,  # terms on more than this share of the code's lines say little
     "fill_name_weight": 3.0,  # weight of an identifier the claim spells out (``hat_alpha``)
     "fill_repeat": 0.1,  # weight of a term's repeats in a window (distinct terms count 1)
     "fill_number_weight": 2.0,  # weight of a number of the claim where the code has it (``512``)
     "fill_number_text": True,  # the number also where a comment, string or config says it
+    "fill_ref_weight": 3.0,  # weight of a paper part the claim cites, where the code cites it
     "fill_def_weight": 2.0,  # factor for claim words on a ``def``/``class`` line
+    "fill_priors": dict(FILL_PRIORS),  # what moves a filling window up (Retriever._rerank)
     "core_n": 30,  # definition headers of the run's core every SAU is shown (Retriever._core)
     "core_top": 20,  # each claim's best windows that vote for the core
     "header_lines": 4,  # lines of a core definition shown (its ``def``/``class`` line on)
@@ -44,6 +61,12 @@ RETRIEVAL_DEFAULTS: dict[str, Any] = {
 _IDENT_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")
 #: A line that defines a function or class (Python, JS/TS, Julia, R-ish, shell functions).
 _DEF_RE = re.compile(r"\s*(?:async\s+)?(?:def|class|function)\s+\w")
+#: A citation of a part of the paper: ``Section 3.2``, ``Eq. (4)``, ``Table 2``, ``Appendix B.1``.
+_REF_RE = re.compile(
+    r"\b(sec(?:tion)?s?|eq(?:uation|n)?s?|tab(?:le)?s?|fig(?:ure)?s?|appendix|app|alg(?:orithm)?s?)"
+    r"\.?\s*\(?\s*([A-Z](?:\.\d+)*|[A-Z]?\d+(?:\.\d+)*)\b|§\s*(\d+(?:\.\d+)*)",
+    re.I,
+)
 #: What an excerpt shows instead of a line whose text addresses the judge (sabench.index.directed).
 WITHHELD = "[line withheld: text addressed to the judge is not evidence]"
 
@@ -97,6 +120,7 @@ class Retriever:
         self._window_cache: dict[str, list[tuple[float, int, int]]] = {}
         self._core_cache: list[tuple[int, int, int]] | None = None
         self._said: dict[float, list[tuple[int, int]]] | None = None
+        self._cites: dict[str, list[tuple[int, int]]] | None = None
 
     def _claim_windows(self, claim: Any) -> list[tuple[float, int, int]]:
         """:meth:`_windows`, once per claim text (the core and the claim's own filling use them)."""
@@ -161,7 +185,9 @@ class Retriever:
         for name in [*claim.names, *claim.entities][:6]:
             for fid, ln in sorted(s for s in ctx.key(name).sites if s[0] in ctx.code_fids)[:2]:
                 spans.append((fid, ln, ln, True))
-        spans.extend((w.fid, w.start, w.end, True) for w in windows[3:])
+        spans.extend(
+            (w.fid, w.start, w.end, True) for w in windows[3 : int(self.opt["static_windows"])]
+        )
         # named settings whose words fit the claim (config keys, argparse options, constants)
         words = {t for t in claim.terms if t not in GENERIC}
         ranked = []
@@ -195,6 +221,11 @@ class Retriever:
         if nw > 0:
             for sites in self._number_sites(claim):
                 postings.append((nw, [(f, ln, 1.0) for f, ln in sites]))
+        rw = float(self.opt["fill_ref_weight"])
+        if rw > 0:
+            cited = self._cited()
+            for key in dict.fromkeys(_ref_keys(claim.text)):
+                postings.append((rw, [(f, ln, 1.0) for f, ln in cited.get(key, ())]))
         line_terms: dict[tuple[int, int], dict[int, float]] = defaultdict(dict)
         for i, (w, hits) in enumerate(postings):
             if not hits or len(hits) > cap:
@@ -250,6 +281,21 @@ class Retriever:
             out.append(sites)
         return out
 
+    def _cited(self) -> dict[str, list[tuple[int, int]]]:
+        """The paper's sections, equations, tables, figures and algorithms that the code's lines
+        cite (``# Eq. (4)``, ``Implements Section 3.3``), by :func:`_ref_keys`."""
+        if self._cites is None:
+            found: dict[str, list[tuple[int, int]]] = defaultdict(list)
+            directed = self.index.directed
+            for fid in sorted(self.ctx.code_fids):
+                for ln, text in enumerate(self.index.files[fid].lines, start=1):
+                    if (fid, ln) in directed or not any(c.isdigit() for c in text):
+                        continue
+                    for key in dict.fromkeys(_ref_keys(text)):
+                        found[key].append((fid, ln))
+            self._cites = dict(found)
+        return self._cites
+
     def _said_numbers(self) -> dict[float, list[tuple[int, int]]]:
         """Every number written on a code or config line (comments, docstrings and strings too), by
         value: where the code says a claim's value in words, ``# beta1 0.9 as in the paper``."""
@@ -268,14 +314,16 @@ class Retriever:
         return self._said
 
     def _fill(self, claim: Any) -> list[tuple[int, int, int]]:
-        """More windows for what is left of the budget, best first, not overlapping: each from
-        ``fill_window // 2 - 1 - fill_offset`` lines above its centre (SA-Bench's evidence runs
-        from two lines above its hit to five below)."""
+        """More windows for what is left of the budget, in :meth:`_rerank`'s order, not
+        overlapping: each from ``fill_window // 2 - 1 - fill_offset`` lines above its centre
+        (SA-Bench's evidence runs from two lines above its hit to five below)."""
         before = int(self.opt["fill_window"]) // 2 - 1 - int(self.opt["fill_offset"])
         size = int(self.opt["fill_window"])
         windows = [
             (fid, ln) for _, fid, ln in self._claim_windows(claim)[: int(self.opt["fill_max"])]
         ]
+        if self.opt["fill_priors"]:
+            windows = self._rerank(claim, windows)
         out: list[tuple[int, int, int]] = []
         taken: set[tuple[int, int]] = set()
         for fid, ln in windows:
@@ -284,6 +332,43 @@ class Retriever:
             out.append((fid, max(1, ln - before), ln - before + size - 1))
             taken.update((fid, k) for k in range(ln - before, ln - before + size))
         return out
+
+    def _rerank(self, claim: Any, windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The claim's windows (file id, centre line), best first, in the order of their odds of
+        being the claim's evidence: by the log of their rank, less ``fill_priors`` where they sit
+        in a config file, in a file's first 12 lines, on a ``def``/``class`` line, at a number of
+        the claim, in a comment or docstring, outside any function, plus ``file_rank`` times the
+        log of their file's rank. What SA-Bench's judge cites is there more often than the words
+        alone say: settings blocks, module docstrings that restate the paper, definitions."""
+        pri = {**FILL_PRIORS, **self.opt["fill_priors"]}
+        files = self.index.files
+        numbers: set[tuple[int, int]] = set()
+        for sites in self._number_sites(claim):
+            numbers.update(sites)
+        before = int(self.opt["fill_window"]) // 2 - 1 - int(self.opt["fill_offset"])
+        size = int(self.opt["fill_window"])
+        file_rank: dict[int, int] = {}
+        keyed = []
+        for rank, (fid, ln) in enumerate(windows):
+            file_rank.setdefault(fid, len(file_rank))
+            lines = files[fid].lines
+            span = range(max(1, ln - before), min(ln - before + size - 1, len(lines)) + 1)
+            key = math.log1p(rank) + pri["file_rank"] * math.log1p(file_rank[fid])
+            if files[fid].kind == CONFIG:
+                key -= pri["config"]
+            if ln - before <= 12:
+                key -= pri["file_top"]
+            if any(_DEF_RE.match(lines[k - 1]) for k in span):
+                key -= pri["definition"]
+            if any((fid, k) in numbers for k in span):
+                key -= pri["number"]
+            if self.index.is_comment(fid, ln):
+                key -= pri["comment"]
+            if self.ctx.function_at(fid, ln) is None:
+                key -= pri["outside"]
+            keyed.append((key, rank, fid, ln))
+        keyed.sort()
+        return [(fid, ln) for _, _, fid, ln in keyed]
 
     def retrieve(self, sau: dict[str, Any]) -> EvidenceBundle:
         index, opt = self.index, self.opt
@@ -352,3 +437,17 @@ class Retriever:
             bundle.settings.append((fact.file, fact.line, text))
             bundle.shown.setdefault(fact.file, set()).add(fact.line)
         return bundle
+
+
+def _ref_keys(text: str) -> list[str]:
+    """The paper parts ``text`` cites, as ``kind number`` keys: ``Eq. (4)`` -> ``eq 4``,
+    ``Section 3.2`` and ``§3.2`` -> ``sec 3.2``, ``Appendix B.1`` -> ``app b.1``."""
+    out = []
+    for m in _REF_RE.finditer(text):
+        if m.group(3):
+            out.append(f"sec {m.group(3)}")
+        else:
+            kind = m.group(1).lower()
+            kind = "eq" if kind.startswith("eq") else kind[:3]
+            out.append(f"{kind} {m.group(2).lower()}")
+    return out
