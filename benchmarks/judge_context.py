@@ -19,8 +19,13 @@ lines are among the shown lines (the shares with "any line" and "every line" are
 whose file is not in the run's archive (files over 200 kB were left out of it) cannot be shown by
 any prompt and are left out of the denominator; their number is printed.
 
-Last line: ``context: tokens_ratio=<SimpleJudge tokens / ours> evidence_recall=<0..1>``.
-Goal: tokens_ratio >= 10 with evidence_recall >= 0.85.
+The same two figures are printed for the even and the odd papers in name order (a rule tuned on one
+half is checked on the other). Last line:
+``context: tokens_ratio=<SimpleJudge tokens / ours> evidence_recall=<0..1>``.
+Goal: tokens_ratio >= 10 with evidence_recall >= 0.85. Measured with the default settings (all 20
+papers; docs/llm.md has the history): ``context: tokens_ratio=10.1 evidence_recall=0.818`` (even
+papers 10.6 and 0.804, odd papers 9.5 and 0.833; before the said numbers, the window offset and the
+priors: 10.1 and 0.772, halves 0.756 and 0.790).
 """
 
 from __future__ import annotations
@@ -159,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     n_prompts = 0
     hit_half = hit_any = hit_all = n_items = unreachable = 0
     per_dim: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    #: paper -> [our tokens, SimpleJudge's tokens, items shown, items]
+    per_paper: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     system_tokens = None
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="sabench-context-") as tmp:
@@ -200,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                     simple_uncut += simple
                     simple_total += min(simple, args.context)
                     ours_total += ours
+                    per_paper[paper][0] += ours
+                    per_paper[paper][1] += min(simple, args.context)
                     n_prompts += 1
                     for file, a, b in evidence.get(sau["sau_id"], []):
                         n = lengths.get(file)
@@ -216,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
                         hit_half += ok
                         per_dim[sau["dimension"]][0] += ok
                         per_dim[sau["dimension"]][1] += 1
+                        per_paper[paper][2] += ok
+                        per_paper[paper][3] += 1
             print(
                 f"{cfg}: {n_prompts} prompts so far, {time.perf_counter() - t0:.0f} s",
                 file=sys.stderr,
@@ -241,6 +252,17 @@ def main(argv: list[str] | None = None) -> int:
         "recall per dimension: "
         + ", ".join(f"{d} {h / max(n, 1):.3f}" for d, (h, n) in sorted(per_dim.items()))
     )
+    names = sorted(per_paper)
+    halves = []
+    for label, half in (("even", names[0::2]), ("odd", names[1::2])):
+        ours, simple, hit, items = (sum(per_paper[p][i] for p in half) for i in range(4))
+        if ours:
+            halves.append(
+                f"{label} ({len(half)}) tokens_ratio={simple / ours:.1f} "
+                f"evidence_recall={hit / max(items, 1):.3f}"
+            )
+    if len(names) > 1:
+        print("papers in name order, halves: " + "; ".join(halves))
     print(f"time: {time.perf_counter() - t0:.0f} s on {os.cpu_count()} cores")
     print(f"context: tokens_ratio={ratio:.1f} evidence_recall={recall:.3f}")
     return 0

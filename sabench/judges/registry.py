@@ -107,6 +107,7 @@ JUDGES: dict[str, JudgeKind] = {
             "sabench.judges.llm_judge",
             (
                 "judges/llm_judge.py",
+                "judges/retrieval.py",
                 "llm/*.py",
                 "templates/judge_*.j2",
                 "templates/repair.j2",
