@@ -395,6 +395,26 @@ def test_value_handed_only_to_a_stub_is_a_placeholder(tmp_path: Path) -> None:
     assert judge_one(tmp_path, "D1", "The softmax temperature is 0.07.").verdict == "aligned"
 
 
+def test_values_set_for_a_stub_that_computes_the_claim_cost_a_level(tmp_path: Path) -> None:
+    """A value claim whose computation is a stub is not implemented because a config still sets
+    its value: the stub costs the found values a level, and the judge says which stub."""
+    config = "CONTRASTIVE_TEMPERATURE = 0.07\n"
+    train = (
+        "from config import CONTRASTIVE_TEMPERATURE\nfrom losses import InfoNCE\n\n\n"
+        "def train(a, b):\n    return InfoNCE()(a, b) / CONTRASTIVE_TEMPERATURE\n"
+    )
+    claim = "The contrastive InfoNCE loss scales the cosine logits by a temperature of 0.07."
+    body = "        # TODO: the loss\n        raise NotImplementedError"
+    write(tmp_path, {"config.py": config, "train.py": train, "losses.py": LOSSES.format(body=body)})
+    stubbed = judge_one(tmp_path, "D1", claim)
+    assert stubbed.verdict in ("partial", "drifted") and stubbed.score <= 0.75, stubbed.reasoning
+    assert "InfoNCE" in stubbed.reasoning and "stub" in stubbed.reasoning
+    assert any(e.file == "losses.py" for e in stubbed.evidence)
+    write(tmp_path, {"losses.py": LOSSES.format(body=REAL_BODY)})
+    real = judge_one(tmp_path, "D1", claim)
+    assert real.score > stubbed.score and "stub" not in real.reasoning, real.reasoning
+
+
 def test_evidence_only_in_docs_is_missing(tmp_path: Path) -> None:
     write(
         tmp_path,

@@ -31,6 +31,12 @@ RULES: dict[str, float] = {
     "stub_callee_share": 0.2,  # a stub the best evidence calls is the claim's: share of its terms
     "close_window": 0.9,  # a window scoring this share of the best is evidence as good as it
     "own_stub_share": 0.3,  # a stub anywhere whose name and docstring hold this share of them
+    # levels a value claim loses when the code that computes the claim is a stub (its values are
+    # set elsewhere: a config the stub no longer uses)
+    "value_stub_levels": 1,
+    # ... when that stub's name and docstring hold this share of the claim's terms (a value claim
+    # often names several things: a stub of one of them leaves the values used by the others)
+    "value_stub_share": 0.4,
 }
 
 #: Support -> SA-Bench level: below BANDS[d][0] -> missing (0), then .25, .5, .75, and at or above

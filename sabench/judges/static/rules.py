@@ -42,6 +42,8 @@ class ClaimJudge:
         #: the arithmetic operations of each function, by (file, first line): see formulas.py
         self.operations_of: dict[tuple[str, int], list[Any]] = {}
         self.features: dict[str, float] = {}
+        #: for a value claim, the stub that computes the claim, as (why, evidence)
+        self.value_stub: tuple[str, list[tuple[int, int, int]]] | None = None
 
     @cached_property
     def literal_writes(self) -> list[Finding]:
@@ -82,7 +84,14 @@ class ClaimJudge:
         return o
 
     def _judge(self, claim: Claim) -> Outcome:
+        self.value_stub = None
         o = self._by_rules(claim)
+        if self.value_stub is not None and o.verdict in ("aligned", "partial"):
+            # the values are set, but the code that computes with them is a stub
+            why, evidence = self.value_stub
+            o = self.demote(o, int(RULES["value_stub_levels"]))
+            o.reasoning = f"{why} {o.reasoning}"
+            o.evidence = [*evidence, *o.evidence][:4]
         if claim.equations and o.verdict in ("aligned", "partial"):
             inverted = inverted_operation(self, claim, self.wins)
             if inverted is not None:
@@ -228,10 +237,11 @@ class ClaimJudge:
         """Whether a function's name and docstring carry the claim (``stub_callee_share``)."""
         return self._share(self.ctx.described_terms(fn), claim) >= RULES["stub_callee_share"]
 
-    def described_by(self, claim: Claim) -> Function | None:
+    def described_by(self, claim: Claim, share: float | None = None) -> Function | None:
         """The code function whose name and docstring hold most of the claim's terms (at least
-        ``own_stub_share``; a real function wins a tie): where the code says the claim is done."""
-        best: tuple[float, bool] = (RULES["own_stub_share"], False)
+        ``share``, default ``own_stub_share``; a real function wins a tie): where the code says
+        the claim is done."""
+        best: tuple[float, bool] = (RULES["own_stub_share"] if share is None else share, False)
         found = None
         for fn, terms in self.ctx.described:
             key = (self._share(terms, claim), not fn.stub)
@@ -258,14 +268,27 @@ class ClaimJudge:
                     [self.loc(fid, f.start, f.end)],
                 )
         if claim.dimension == "D1" and claim.numbers:
-            return self._stub_window(claim, wins)  # a value's stub is judge_numbers' to find
-        own = self.described_by(claim)
+            # a value's stub is judge_numbers' to find; a stub that computes the claim costs the
+            # values found elsewhere a level (_judge)
+            self.value_stub = self._claim_stub(claim, wins, RULES["value_stub_share"])
+            return self._stub_window(claim, wins)
+        found = self._claim_stub(claim, wins)
+        if found is not None:
+            why, evidence = found
+            return Outcome("placeholder", 0.0, "placeholder", why, evidence)
+        return self._stub_window(claim, wins)
+
+    def _claim_stub(
+        self, claim: Claim, wins: list[Window], share: float | None = None
+    ) -> tuple[str, list[tuple[int, int, int]]] | None:
+        """(why, evidence) when the code that should compute the claim is a stub: the function
+        whose name and docstring describe the claim best, or one that a window as good as the
+        best runs and that is about the claim (docs/calibration.md, "Following the code to
+        stubs")."""
+        own = self.described_by(claim, share)
         if own is not None and own.stub:
-            return Outcome(
-                "placeholder",
-                0.0,
-                "placeholder",
-                f"`{own.name}` ({own.file}:{own.start}), the function whose name and docstring "
+            return (
+                f"`{own.qualname}` ({own.file}:{own.start}), the function whose name and docstring "
                 "describe the claim best, is a stub.",
                 [self.loc(self.ctx.fid_of[own.file], own.start, own.end)],
             )
@@ -274,15 +297,12 @@ class ClaimJudge:
             for fn in self.ctx.stub_callees(w.fid, w.start, w.end):
                 if self._about_claim(fn, claim):
                     fid = self.ctx.fid_of[fn.file]
-                    return Outcome(
-                        "placeholder",
-                        0.0,
-                        "placeholder",
+                    return (
                         f"The evidence at {self.where(w.fid, w.start)} runs "
                         f"`{fn.qualname}` ({fn.file}:{fn.start}), a stub.",
                         [self.loc(fid, fn.start, fn.end), self.loc(w.fid, w.start, w.end)],
                     )
-        return self._stub_window(claim, wins)
+        return None
 
     def _stub_window(self, claim: Claim, wins: list[Window]) -> Outcome | None:
         """Placeholder when the best evidence window is a stub and no real window comes close."""
