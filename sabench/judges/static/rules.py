@@ -92,6 +92,8 @@ class ClaimJudge:
             o = self.demote(o, int(RULES["value_stub_levels"]))
             o.reasoning = f"{why} {o.reasoning}"
             o.evidence = [*evidence, *o.evidence][:4]
+            if o.verdict == "drifted":  # nothing left: the failure is the stub's
+                o = Outcome("placeholder", 0.0, "placeholder", o.reasoning, o.evidence)
         if claim.equations and o.verdict in ("aligned", "partial"):
             inverted = inverted_operation(self, claim, self.wins)
             if inverted is not None:
