@@ -208,6 +208,18 @@ def test_prose_equation_computed_with_an_inverse_operator_loses_a_level(tmp_path
         assert (wrong.score or 0.0) < right_score
 
 
+def test_prose_equations_split_at_equals_signs_outside_brackets() -> None:
+    """``sum_{i=1}^{N}`` and keyword arguments are inside an equation's right-hand side, not the
+    start of another equation."""
+    from sabench.judges.static.claims import equations
+
+    saturation = "Saturation(t) = (1 / N) * sum_{i=1}^{N} |E_i| / k, measuring how early it settles"
+    assert equations(saturation) == ["(1 / N) * sum_{i=1}^{N} |E_i| / k"]
+    assert equations("y = f(x, scale=2) * x + b") == ["f(x, scale=2) * x + b"]
+    assert equations("a = b = c + d") == ["c + d"]
+    assert equations("lr = 0.05 and momentum = 0.9") == []
+
+
 def test_a_class_whose_computation_is_a_stub_is_a_placeholder(tmp_path: Path) -> None:
     """Evidence in a class's ``__init__`` (the layers the claim names) runs through the class's
     ``forward``: when that is a stub, the claim is a placeholder."""

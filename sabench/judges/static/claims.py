@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import json
 import math
 import re
@@ -122,13 +123,28 @@ def equation_tree(rhs: str) -> ast.Expression | None:
     return None
 
 
+def _top_level_split(clause: str) -> list[str]:
+    """``clause`` split at its equals signs outside brackets (``sum_{i=1}^{N} x_i`` is one side)."""
+    depth, cuts = 0, []
+    for m in re.finditer(r"[([{]|[)\]}]|" + _EQUALS_RE.pattern, clause):
+        c = m.group()
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            cuts.append(m.start())
+    bounds = [-1, *cuts, len(clause)]
+    return [clause[a + 1 : b] for a, b in itertools.pairwise(bounds)]
+
+
 def equations(text: str) -> list[str]:
     """The right-hand sides of a claim's equations that compute with an arithmetic operator:
     ``c_skip(sigma) = sigma_d^2 / (sigma_d^2 + (sigma - sigma_0)^2), where ...`` gives
     ``sigma_d^2 / (sigma_d^2 + (sigma - sigma_0)^2)``; ``lr = 0.05`` gives nothing."""
     out = []
     for clause in _CLAUSE_END_RE.split(text):
-        for rhs in _EQUALS_RE.split(clause)[1:]:
+        for rhs in _top_level_split(clause)[1:]:
             rhs = rhs.strip(" ,.:")
             if span_operations(rhs) - {"@"} and re.search(r"[A-Za-z]", rhs):
                 out.append(rhs)
