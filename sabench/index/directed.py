@@ -190,7 +190,7 @@ def directed_lines(text: str, path: str = "") -> list[int]:
     # words (the same lines as a run over the whole text, a fraction of the work)
     found: set[int] = set()
     for gates, rx in active:
-        for i in sorted(_lines_holding(low, starts, ends, present.intersection(gates[0])) - found):
+        for i in _lines_holding(low, starts, ends, present.intersection(gates[0])) - found:
             if rx.search(low, starts[i], ends[i] - 1):
                 found.add(i)
     hits = sorted(found)
