@@ -123,7 +123,7 @@ def equation_tree(rhs: str) -> ast.Expression | None:
     return None
 
 
-def _top_level_split(clause: str) -> list[str]:
+def _split_at_equals(clause: str) -> list[str]:
     """``clause`` split at its equals signs outside brackets (``sum_{i=1}^{N} x_i`` is one side)."""
     depth, cuts = 0, []
     for m in re.finditer(r"[([{]|[)\]}]|" + _EQUALS_RE.pattern, clause):
@@ -144,7 +144,7 @@ def equations(text: str) -> list[str]:
     ``sigma_d^2 / (sigma_d^2 + (sigma - sigma_0)^2)``; ``lr = 0.05`` gives nothing."""
     out = []
     for clause in _CLAUSE_END_RE.split(text):
-        for rhs in _top_level_split(clause)[1:]:
+        for rhs in _split_at_equals(clause)[1:]:
             rhs = rhs.strip(" ,.:")
             if span_operations(rhs) - {"@"} and re.search(r"[A-Za-z]", rhs):
                 out.append(rhs)
