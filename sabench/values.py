@@ -40,7 +40,7 @@ _BREAKERS = words(
 
 _NUMBER_RE = re.compile(
     r"""
-    (?<![0-9A-Za-z_.])
+    (?<![\w.])
     (?P<sign>[-+−–](?=[0-9.]))?
     (?P<mant>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])(?:\.[0-9]+)?|[0-9]+(?:_[0-9]+)*(?:\.[0-9]+)?|\.[0-9]+)
     (?:
@@ -161,8 +161,8 @@ def _words_after(text: str, end: int, limit: int = 2) -> tuple[tuple[str, ...], 
 def extract_numbers(text: str) -> list[NumberMention]:
     """Every number mentioned in ``text`` with its value and naming words.
 
-    Skips digits inside names (``I3D``, ``Qwen3``, ``β₁``), references (``Table 6``, ``Eq. 2``),
-    and dotted versions (``1.2.3``).
+    Skips digits inside names (``I3D``, ``Qwen3``, ``β₁``, ``β1``: any letter, not only ASCII),
+    references (``Table 6``, ``Eq. 2``), and dotted versions (``1.2.3``).
     """
     out: list[NumberMention] = []
     prev_end = prev_after = -1

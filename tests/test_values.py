@@ -79,6 +79,8 @@ def test_different_values_do_not_match(a: object, b: object) -> None:
         "blobs-3",
         "ResNet-50",
         "β₁",
+        "β1",
+        "λ2",
         "conv3x3",
     ],
 )
@@ -95,6 +97,16 @@ def test_names_of_numbers() -> None:
     ]
     assert ms[2].after_words == ("timesteps",)
     assert ms[0].text == "0.05" and ms[0].start < ms[0].end
+
+
+def test_a_greek_letter_with_a_digit_names_the_value_after_it() -> None:
+    """``β1=0.9`` is one number named β1 (an optimizer's first beta), not 1 and an unnamed 0.9."""
+    ms = extract_numbers("AdamW with β1=0.9, β2=0.999, ε=1e-6")
+    assert [(m.value, m.context_words[-1]) for m in ms] == [
+        (0.9, "β1"),
+        (0.999, "β2"),
+        (1e-6, "ε"),
+    ]
 
 
 def test_units_and_lists_take_the_right_name() -> None:
