@@ -141,9 +141,10 @@ def _words_before(text: str, start: int, floor: int = 0, limit: int = 5) -> tupl
     return tuple(words[-limit:])
 
 
-def _words_after(text: str, end: int, limit: int = 2) -> tuple[tuple[str, ...], int]:
-    """The unit right after a number ("5 epochs", "1000 timesteps") and where it ends; stops at the
-    first linking word, so "0.5 and a separation" has no unit."""
+def _words_after(text: str, end: int, limit: int = 3) -> tuple[tuple[str, ...], int]:
+    """The unit right after a number ("5 epochs", "4096 parallel imagination environments": up to
+    ``limit`` words) and where it ends; stops at the first linking word, so "0.5 and a separation"
+    has no unit."""
     words: list[str] = []
     pos = end
     for m in _WORD_RE.finditer(text, end, min(len(text), end + 40)):

@@ -138,6 +138,46 @@ def test_the_setting_named_as_the_claim_names_the_value_decides(tmp_path: Path) 
     assert (wrong.score or 0.0) < (right.score if score is None else score)
 
 
+_FEW_WORDS_CASES = {
+    # the name four words before the value
+    "before": (
+        "T2V chunk and condition lengths: l=16, P_max=49, L_train_max=65",
+        {
+            "config.yaml": "t2v:\n  chunk_len: {v}\n  p_max: 49\n  l_train_max: 65\nframe_size: 16\n",
+            "train.py": "import yaml\n\n\ndef main():\n"
+            "    cfg = yaml.safe_load(open('config.yaml'))['t2v']\n"
+            "    return cfg['chunk_len'], cfg['p_max'], cfg['l_train_max']\n",
+        },
+        "t2v.chunk_len",
+    ),
+    # the name three words after it
+    "after": (
+        "MBPO: 16 parallel imagination environments, 2 layers.",
+        {
+            "config.py": "IMAGINATION_ENVS = {v}\nMLP_HIDDEN_SIZE = 16\nNUM_LAYERS = 2\n",
+            "model.py": "from config import IMAGINATION_ENVS, MLP_HIDDEN_SIZE, NUM_LAYERS\n\n\n"
+            "def build():\n    return [IMAGINATION_ENVS, MLP_HIDDEN_SIZE] * NUM_LAYERS\n",
+        },
+        "IMAGINATION_ENVS",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FEW_WORDS_CASES))
+def test_a_setting_named_a_few_words_from_the_value_decides(tmp_path: Path, case: str) -> None:
+    """The name of a value may stand four words before it ("chunk and condition lengths: l=16")
+    or three after it ("16 parallel imagination environments"): that setting set otherwise
+    contradicts the claim, though the value stands elsewhere under another name."""
+    claim, files, setting = _FEW_WORDS_CASES[case]
+    write(tmp_path, {name: text.replace("{v}", "16") for name, text in files.items()})
+    right = judge_one(tmp_path, "D1", claim)
+    assert "16 is" not in right.reasoning, right.reasoning
+    write(tmp_path, {name: text.replace("{v}", "32") for name, text in files.items()})
+    wrong = judge_one(tmp_path, "D1", claim)
+    assert f"the paper's 16 is 32 (`{setting}`" in wrong.reasoning, wrong.reasoning
+    assert wrong.score < right.score
+
+
 # --- D2: formulas -------------------------------------------------------------------------
 
 

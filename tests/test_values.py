@@ -109,6 +109,12 @@ def test_a_greek_letter_with_a_digit_names_the_value_after_it() -> None:
     ]
 
 
+def test_a_name_after_the_number_keeps_three_words() -> None:
+    """ "4096 parallel imagination environments": the thing counted is the third word after it."""
+    (m,) = extract_numbers("4096 parallel imagination environments per iteration")
+    assert m.after_words == ("parallel", "imagination", "environments")
+
+
 def test_units_and_lists_take_the_right_name() -> None:
     ms = extract_numbers("450 points in 2 dimensions, a patience of 5 epochs")
     assert [m.after_words for m in ms] == [("points",), ("dimensions",), ("epochs",)]

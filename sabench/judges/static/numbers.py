@@ -199,10 +199,11 @@ def _named_conflict(judge: ClaimJudge, num: NumberMention, evidence_fids: set[in
     """A setting named as the claim names the number, set to another value, in a file holding the
     claim's best evidence (a repository sets many things so named: another model's, a
     baseline's), when no setting so named holds the claim's value. Named as the claim names it:
-    every word of its name is among the three words before the number and the two after
-    (``DISCOUNT_FACTOR`` for "discount factor γ=0.99"); a name of one word must be the word right
-    before or after the number and specific (not ``size``, ``rate``)."""
-    around = _name_terms(num.context_words[-3:]) + _name_terms(num.after_words[:2])
+    every word of its name is among the four words before the number and the three after
+    (``DISCOUNT_FACTOR`` for "discount factor γ=0.99", ``IMAGINATION_ENVS`` for "4096 parallel
+    imagination environments"); a name of one word must be the word right before or after the
+    number and specific (not ``size``, ``rate``)."""
+    around = _name_terms(num.context_words[-4:]) + _name_terms(num.after_words[:3])
     nearest = _name_terms(num.context_words[-1:]) + _name_terms(num.after_words[:1])
     found = None
     candidates = {f for t in around for f in judge.ctx.settings_by_prefix.get(t[:3], ())}
