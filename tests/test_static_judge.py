@@ -260,6 +260,84 @@ def test_prose_equations_split_at_equals_signs_outside_brackets() -> None:
     assert equations("lr = 0.05 and momentum = 0.9") == []
 
 
+def test_the_names_prose_equations_define() -> None:
+    """``c_skip(sigma) = ...`` defines ``c_skip``; an identity about a name, or a name that is no
+    identifier, defines nothing the code could be searched for."""
+    from sabench.judges.static.claims import defined_equations
+
+    assert defined_equations(CLAIM_SKIP) == [
+        ("c_skip", "sigma_data^2 / (sigma_data^2 + (sigma - sigma_min)^2)")
+    ]
+    assert defined_equations("Derived from dot_x_t - v_t(x_t) = -(s / t) * (x - d)") == []
+    assert defined_equations("L = a + b, lr = 0.05") == []
+
+
+#: the formula restated in a class docstring (text), computed by a method named as the claim
+#: names it (code); {op} is its outermost operator
+SKIP_METHOD = """\
+class ConsistencyModel:
+    \"\"\"Consistency model with the skip coefficient of Song et al.:
+
+        c_skip(sigma) = sigma_data^2 / (sigma_data^2 + (sigma - sigma_min)^2)
+    \"\"\"
+
+    def __init__(self, sigma_data=0.5, sigma_min=0.002):
+        self.sigma_data = sigma_data
+        self.sigma_min = sigma_min
+
+    def {name}(self, sigma):
+        sigma_d, sigma_0 = self.sigma_data, self.sigma_min
+        return sigma_d ** 2 {op} (sigma_d ** 2 + (sigma - sigma_0) ** 2)
+
+    def c_out(self, sigma):
+        return self.sigma_data * (sigma - self.sigma_min) / (sigma ** 2 + 1) ** 0.5
+"""
+SKIP_ASSIGNED = """\
+def denoise(model, x, sigma, sigma_data=0.5, sigma_min=0.002):
+    c_skip_val = sigma_data ** 2 {op} (sigma_data ** 2 + (sigma - sigma_min) ** 2)
+    c_out = sigma_data * (sigma - sigma_min) / (sigma ** 2 + sigma_data ** 2) ** 0.5
+    return c_skip_val * x + c_out * model(x, sigma, c_skip_scale=1.0)  # a keyword, no definition
+"""
+
+
+@pytest.mark.parametrize(
+    ("template", "name"),
+    [(SKIP_METHOD, "c_skip"), (SKIP_METHOD, "_c_skip"), (SKIP_ASSIGNED, "c_skip")],
+)
+def test_the_code_defining_an_equations_name_is_checked(
+    tmp_path: Path, template: str, name: str
+) -> None:
+    """The code that computes what a claim's equation defines is compared with it, wherever the
+    claim's words are (here the best window is a docstring restating the formula): computing
+    ``c_skip`` as a product where the claim divides costs the claim a level, and names the line."""
+    write(tmp_path, {"model.py": template.format(op="/", name=name)})
+    right = judge_one(tmp_path, "D2", CLAIM_SKIP)
+    assert "The code computes" not in right.reasoning, right.reasoning
+    write(tmp_path, {"model.py": template.format(op="*", name=name)})
+    wrong = judge_one(tmp_path, "D2", CLAIM_SKIP)
+    assert "The code computes `c_skip` with `*` (model.py:" in wrong.reasoning, wrong.reasoning
+    right_score = 1.0 if right.verdict == "aligned" else right.score
+    assert (wrong.score or 0.0) < right_score
+
+
+def test_a_product_with_a_reciprocal_is_a_quotient(tmp_path: Path) -> None:
+    """``v_t = (1/t) * (x_t - D)`` is computed by ``(x_t - d) / t``: another way of writing the
+    same formula, not an inverse operator."""
+    claim = (
+        "Velocity from the denoiser: v_t(x_t) = (1/t) * (x_t - D_star), with D_star the denoiser."
+    )
+    code = (
+        "def velocity(denoiser, x_t, t):\n    d_star = denoiser(x_t, t)\n"
+        "    v_t = (x_t - d_star) / t\n    return v_t\n"
+    )
+    write(tmp_path, {"flow.py": code})
+    j = judge_one(tmp_path, "D2", claim)
+    assert "The code computes" not in j.reasoning, j.reasoning
+    write(tmp_path, {"flow.py": code.replace("(x_t - d_star) / t", "(x_t - d_star) * t")})
+    wrong = judge_one(tmp_path, "D2", claim)
+    assert "The code computes `v_t` with `*`" in wrong.reasoning, wrong.reasoning
+
+
 def test_a_class_whose_computation_is_a_stub_is_a_placeholder(tmp_path: Path) -> None:
     """Evidence in a class's ``__init__`` (the layers the claim names) runs through the class's
     ``forward``: when that is a stub, the claim is a placeholder."""

@@ -138,6 +138,14 @@ def _split_at_equals(clause: str) -> list[str]:
     return [clause[a + 1 : b] for a, b in itertools.pairwise(bounds)]
 
 
+#: the name an equation's left-hand side defines: ``c_skip(sigma)``, ``sigma_min_rho``
+_DEFINED_RE = re.compile(r"([A-Za-z_]\w*)\s*(?:\([^()]*\))?\s*$")
+
+
+def _computes(rhs: str) -> bool:
+    return bool(span_operations(rhs) - {"@"} and re.search(r"[A-Za-z]", rhs))
+
+
 def equations(text: str) -> list[str]:
     """The right-hand sides of a claim's equations that compute with an arithmetic operator:
     ``c_skip(sigma) = sigma_d^2 / (sigma_d^2 + (sigma - sigma_0)^2), where ...`` gives
@@ -146,9 +154,28 @@ def equations(text: str) -> list[str]:
     for clause in _CLAUSE_END_RE.split(text):
         for rhs in _split_at_equals(clause)[1:]:
             rhs = rhs.strip(" ,.:")
-            if span_operations(rhs) - {"@"} and re.search(r"[A-Za-z]", rhs):
+            if _computes(rhs):
                 out.append(rhs)
     return out
+
+
+def defined_equations(text: str) -> list[tuple[str, str]]:
+    """(name, right-hand side) of the claim's equations that define a code-like name
+    (``c_skip(sigma) = sigma_d^2 / (...)`` gives ``c_skip``): the code assigning or returning that
+    name computes the equation. Only names written as identifiers (an underscore or camelCase):
+    ``L`` or ``loss`` name too many things."""
+    out = []
+    for clause in _CLAUSE_END_RE.split(text):
+        sides = _split_at_equals(clause)
+        rhs = sides[-1].strip(" ,.:")
+        if len(sides) != 2 or not _computes(rhs):
+            continue
+        m = _DEFINED_RE.search(sides[0])
+        if m is None or sides[0][: m.start()].rstrip()[-1:] in tuple("+-−*/^×·(|<>"):
+            continue  # "x - v_t(x) = ..." is an identity about v_t, not its definition
+        if "_" in m.group(1).strip("_") or re.search(r"[a-z][A-Z]", m.group(1)):
+            out.append((m.group(1), rhs))
+    return list(dict.fromkeys(out))
 
 
 @dataclass
@@ -178,6 +205,8 @@ class Claim:
     math: list[str] = field(default_factory=list)
     #: right-hand sides of the prose's equations that compute something (``a / (a + b^2)``)
     equations: list[str] = field(default_factory=list)
+    #: (name, right-hand side) of the equations that define a code-like name (``c_skip``)
+    defined: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _is_name(span: str) -> bool:
@@ -276,6 +305,7 @@ def analyze_claim(sau: dict[str, Any], claim_df: Counter[str], n_claims: int) ->
     plain = _BACKTICK_RE.sub(" ", text)
     c.math = math_spans(plain)
     c.equations = equations(plain)
+    c.defined = defined_equations(plain)
     c.entities = [e for e in _claim_entities(plain) if e not in c.names]
     c.expected = _expected(sau.get("expected"))
     ntext = _number_text(text)

@@ -3,6 +3,7 @@ best small windows of code that cover them."""
 
 from __future__ import annotations
 
+import ast
 import bisect
 import re
 from collections import defaultdict
@@ -81,6 +82,8 @@ class SubmissionContext:
             for ln in range(fn.start, min(fn.end, len(arr) - 1) + 1):
                 arr[ln] = fi
         self.by_name: dict[str, list[Function]] = defaultdict(list)
+        #: name -> where the code computes it (formulas.defining_expressions)
+        self.defining: dict[str, list[tuple[ast.expr, int, int]]] = {}
         for fn in index.functions:
             self.by_name[fn.name].append(fn)
         self.facts_by_value: dict[float, list[Fact]] = defaultdict(list)

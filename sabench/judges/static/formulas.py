@@ -190,6 +190,115 @@ def function_operations(judge: ClaimJudge, fn: Function) -> list[Operation]:
     return judge.operations_of[key]
 
 
+#: the operators compared at the top of a defining expression (``**`` is also written as a
+#: product, so it is left out)
+_TOP_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+
+
+def defining_expressions(judge: ClaimJudge, name: str) -> list[tuple[ast.expr, int, int]]:
+    """Where the code computes ``name``: the value of each assignment to it (``c_skip = ...``,
+    ``c_skip_val = ...``) and the last ``return`` of each real function named so (``c_skip``,
+    ``_c_skip``), with file id and line."""
+    cache = judge.ctx.defining
+    if name in cache:
+        return cache[name]
+    out: list[tuple[ast.expr, int, int]] = []
+    target = re.compile(rf"_?{re.escape(name)}(?:_\w+)?", re.I)
+    assign = re.compile(rf"(?<![\w.])_?{re.escape(name)}(?:_\w+)?\s*(?::[^=]+)?=(?!=)", re.I)
+    for fid in sorted(judge.ctx.code_fids):
+        if not judge.index.files[fid].path.endswith(".py"):
+            continue
+        for ln, line in enumerate(judge.index.files[fid].lines, 1):
+            if name.lower() not in line.lower() or not assign.search(code_text(line)):
+                continue
+            stmt: ast.stmt | None = None
+            with contextlib.suppress(SyntaxError, ValueError, RecursionError, IndexError):
+                stmt = ast.parse(_statement(judge, fid, ln).strip()).body[0]
+            if isinstance(stmt, ast.Assign):
+                targets = stmt.targets
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                targets = [stmt.target]
+            else:
+                continue  # a keyword argument, a comparison, a statement that does not parse
+            if stmt.value is not None and any(
+                isinstance(t, ast.Name) and target.fullmatch(t.id) for t in targets
+            ):
+                out.append((stmt.value, fid, ln))
+    for key, fns in judge.ctx.by_name.items():
+        if key.strip("_").lower() != name.lower():
+            continue
+        for fn in fns:
+            fid = judge.ctx.fid_of.get(fn.file)
+            if fn.stub or fid is None:
+                continue
+            lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
+            with contextlib.suppress(SyntaxError, ValueError, RecursionError):
+                tree = ast.parse(textwrap.dedent("\n".join(lines)))
+                returns = [n for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value]
+                if returns:
+                    last = max(returns, key=lambda n: n.lineno)
+                    out.append((last.value, fid, fn.start + last.lineno - 1))
+    cache[name] = out
+    return out
+
+
+def _top_operation(node: ast.expr) -> Operation | None:
+    """The outermost ``+ - * /`` of an expression with its operands' keys; a product with a
+    reciprocal (``(1/t) * x``) is a quotient and a sum with a negation (``a + -b``) a difference
+    (``**`` is also written as a product, so it is left out)."""
+    if not isinstance(node, ast.BinOp) or type(node.op) not in _TOP_OPS:
+        return None
+    op, left, right = type(node.op), node.left, node.right
+    if op is ast.Mult:
+        for a, b in ((left, right), (right, left)):
+            if (
+                isinstance(a, ast.BinOp)
+                and isinstance(a.op, ast.Div)
+                and isinstance(a.left, ast.Constant)
+                and a.left.value == 1
+            ):
+                return (ast.Div, _operand_keys(b), _operand_keys(a.right))
+    if op is ast.Add and isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
+        return (ast.Sub, _operand_keys(left), _operand_keys(right.operand))
+    return (op, _operand_keys(left), _operand_keys(right))
+
+
+def defined_inversion(judge: ClaimJudge, claim: Claim) -> tuple[str, tuple[int, int, int]] | None:
+    """Where the code that computes a name the claim's equation defines (``c_skip(sigma) = a /
+    b``) computes it with the inverse of the equation's outermost operator (``c_skip = a * b``),
+    on operands sharing terms with the equation's, and nowhere with the operator itself. Only the
+    outermost: operations inside an expression are matched by their operands' terms, which is
+    too loose to tell a changed operator from another way of writing the formula."""
+    for name, rhs in claim.defined:
+        tree = equation_tree(rhs)
+        stated = _top_operation(tree.body) if tree is not None else None
+        if stated is None:
+            continue
+        tops = [
+            (top, fid, ln)
+            for e, fid, ln in defining_expressions(judge, name)
+            if (top := _top_operation(e)) is not None
+        ]
+        if any(top[0] is stated[0] for top, _, _ in tops):
+            continue
+        for top, fid, ln in tops:
+            # the same operands (``a / (a + b)``, ``a * (a + b)``), not another formula
+            if top[0] is _INVERSE[stated[0]] and _overlap(top, stated):
+                return _computed_otherwise(judge, name, top[0], stated[0], fid, ln)
+    return None
+
+
+def _computed_otherwise(
+    judge: ClaimJudge, name: str, op: type, want: type, fid: int, ln: int
+) -> tuple[str, tuple[int, int, int]]:
+    where = f"{judge.index.files[fid].path}:{ln}"
+    return (
+        f"The code computes `{name}` with `{_OP_SYMBOL[op]}` ({where}) where the claim's "
+        f"formula has `{_OP_SYMBOL[want]}`.",
+        judge.loc(fid, ln),
+    )
+
+
 def inverted_operation(
     judge: ClaimJudge, claim: Claim, wins: list[Window]
 ) -> tuple[str, tuple[int, int, int]] | None:
@@ -201,6 +310,9 @@ def inverted_operation(
     the best, at most ``equation_windows``). Prose formulas are matched by the terms of
     their operands, not their symbols, so only this confusion is told from another notation: each
     stated operation is compared with the code operation sharing most operand terms with it."""
+    defined = defined_inversion(judge, claim)
+    if defined is not None:
+        return defined
     trees = [t for t in map(equation_tree, claim.equations) if t is not None]
     stated = [op for tree in trees for op in operations(tree)]
     if not stated:
