@@ -270,6 +270,13 @@ def test_the_names_prose_equations_define() -> None:
     ]
     assert defined_equations("Derived from dot_x_t - v_t(x_t) = -(s / t) * (x - d)") == []
     assert defined_equations("L = a + b, lr = 0.05") == []
+    # K' is K_prime in code; the formula ends where prose resumes
+    assert defined_equations("N = 2 + k, where K' = floor(K / (log2(s1 / s0) + 1)), s0=10") == [
+        ("K_prime", "floor(K / (log2(s1 / s0) + 1)), s0")
+    ]
+    assert defined_equations("let t' = (t-s_k)/(e_k-s_k) be the rescaled timestep") == [
+        ("t_prime", "(t-s_k)/(e_k-s_k)")
+    ]
 
 
 #: the formula restated in a class docstring (text), computed by a method named as the claim
@@ -336,6 +343,27 @@ def test_a_product_with_a_reciprocal_is_a_quotient(tmp_path: Path) -> None:
     write(tmp_path, {"flow.py": code.replace("(x_t - d_star) / t", "(x_t - d_star) * t")})
     wrong = judge_one(tmp_path, "D2", claim)
     assert "The code computes `v_t` with `*`" in wrong.reasoning, wrong.reasoning
+
+
+def test_rounding_is_no_operator_and_another_form_of_a_formula_is_no_inversion(
+    tmp_path: Path,
+) -> None:
+    """``K' = floor(K / n)`` computed as ``int(K * n)`` inverts the quotient inside the rounding;
+    a velocity written from the denoiser (``(x - d) / sigma``) for a claim that writes it from
+    the score (``-dot_sigma * sigma * score``) is another form, with operands of other kinds."""
+    claim = "Stages: N(k) = min(s0 * 2^k, s1) + 1, where K' = floor(K / (log2(s1 / s0) + 1)), s0=10"
+    code = "import numpy as np\n\n\ndef stages(K, s0, s1):\n    K_prime = int(K {op} (np.log2(s1 / s0) + 1))\n    return K_prime\n"
+    write(tmp_path, {"schedule.py": code.format(op="/")})
+    assert "The code computes" not in judge_one(tmp_path, "D2", claim).reasoning
+    write(tmp_path, {"schedule.py": code.format(op="*")})
+    wrong = judge_one(tmp_path, "D2", claim)
+    assert "The code computes `K_prime` with `*`" in wrong.reasoning, wrong.reasoning
+    score_form = (
+        "Velocity: v_t(x) = -dot_sigma_t * sigma_t * grad_x log p_t(x), the probability flow."
+    )
+    denoiser_form = "def velocity(x_t, x_denoised, sigma_t):\n    v_t = (x_t - x_denoised) / sigma_t\n    return v_t\n"
+    write(tmp_path, {"schedule.py": denoiser_form})
+    assert "The code computes" not in judge_one(tmp_path, "D2", score_form).reasoning
 
 
 def test_a_class_whose_computation_is_a_stub_is_a_placeholder(tmp_path: Path) -> None:

@@ -138,8 +138,8 @@ def _split_at_equals(clause: str) -> list[str]:
     return [clause[a + 1 : b] for a, b in itertools.pairwise(bounds)]
 
 
-#: the name an equation's left-hand side defines: ``c_skip(sigma)``, ``sigma_min_rho``
-_DEFINED_RE = re.compile(r"([A-Za-z_]\w*)\s*(?:\([^()]*\))?\s*$")
+#: the name an equation's left-hand side defines: ``c_skip(sigma)``, ``sigma_min_rho``, ``K'``
+_DEFINED_RE = re.compile(r"([A-Za-z_]\w*)('?)\s*(?:\([^()]*\))?\s*$")
 
 
 def _computes(rhs: str) -> bool:
@@ -159,6 +159,11 @@ def equations(text: str) -> list[str]:
     return out
 
 
+_PROSE_RE = re.compile(
+    r"\s(?:be|is|are|was|being|the|an?|as|of|to|in|on|by|for|with|and|that|which|denotes|gives)\s"
+)
+
+
 def defined_equations(text: str) -> list[tuple[str, str]]:
     """(name, right-hand side) of the claim's equations that define a code-like name
     (``c_skip(sigma) = sigma_d^2 / (...)`` gives ``c_skip``): the code assigning or returning that
@@ -167,14 +172,16 @@ def defined_equations(text: str) -> list[tuple[str, str]]:
     out = []
     for clause in _CLAUSE_END_RE.split(text):
         sides = _split_at_equals(clause)
-        rhs = sides[-1].strip(" ,.:")
-        if len(sides) != 2 or not _computes(rhs):
+        # the formula ends where prose resumes ("(t-s)/(e-s) be the rescaled timestep")
+        rhs = _PROSE_RE.split(sides[1])[0].strip(" ,.:") if len(sides) > 1 else ""
+        if not _computes(rhs):
             continue
         m = _DEFINED_RE.search(sides[0])
         if m is None or sides[0][: m.start()].rstrip()[-1:] in tuple("+-−*/^×·(|<>"):
             continue  # "x - v_t(x) = ..." is an identity about v_t, not its definition
-        if "_" in m.group(1).strip("_") or re.search(r"[a-z][A-Z]", m.group(1)):
-            out.append((m.group(1), rhs))
+        name = m.group(1) + ("_prime" if m.group(2) else "")  # K' is written K_prime in code
+        if "_" in name.strip("_") or re.search(r"[a-z][A-Z]", name):
+            out.append((name, rhs))
     return list(dict.fromkeys(out))
 
 

@@ -242,10 +242,21 @@ def defining_expressions(judge: ClaimJudge, name: str) -> list[tuple[ast.expr, i
     return out
 
 
-def _top_operation(node: ast.expr) -> Operation | None:
-    """The outermost ``+ - * /`` of an expression with its operands' keys; a product with a
-    reciprocal (``(1/t) * x``) is a quotient and a sum with a negation (``a + -b``) a difference
-    (``**`` is also written as a product, so it is left out)."""
+#: calls that round a value, not compute it: ``floor(K / n)`` computes a quotient
+_ROUNDING = frozenset({"int", "float", "floor", "ceil", "round", "trunc"})
+
+
+def _top(node: ast.expr) -> tuple[type, ast.expr, ast.expr] | None:
+    """The outermost ``+ - * /`` of an expression and its two operands, inside any rounding
+    (``int(...)``, ``math.floor(...)``); a product with a reciprocal (``(1/t) * x``) is a quotient
+    and a sum with a negation (``a + -b``) a difference (``**`` is also written as a product, so
+    it is left out)."""
+    while isinstance(node, ast.Call) and len(node.args) == 1:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if name not in _ROUNDING:
+            break
+        node = node.args[0]
     if not isinstance(node, ast.BinOp) or type(node.op) not in _TOP_OPS:
         return None
     op, left, right = type(node.op), node.left, node.right
@@ -257,33 +268,61 @@ def _top_operation(node: ast.expr) -> Operation | None:
                 and isinstance(a.left, ast.Constant)
                 and a.left.value == 1
             ):
-                return (ast.Div, _operand_keys(b), _operand_keys(a.right))
+                return (ast.Div, b, a.right)
     if op is ast.Add and isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
-        return (ast.Sub, _operand_keys(left), _operand_keys(right.operand))
-    return (op, _operand_keys(left), _operand_keys(right))
+        return (ast.Sub, left, right.operand)
+    return (op, left, right)
+
+
+def _kind(node: ast.expr) -> str:
+    """What an operand is, for comparing the shapes of two formulas: a sum (``+ -``), a product
+    (``* /``) or a value (a name, a number, a call, a power: ``sigma_d ** 2`` is often a
+    variable of its own in code)."""
+    if isinstance(node, ast.UnaryOp):
+        return _kind(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        return "sum"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div)):
+        return "product"
+    return "value"
+
+
+def _same_operands(
+    code: tuple[type, ast.expr, ast.expr], stated: tuple[type, ast.expr, ast.expr]
+) -> bool:
+    """Whether two outermost operations apply to the same operands: operands of the same kinds
+    (``a**2 / (a**2 + b**2)`` and ``a**2 * (a**2 + b**2 + eps)``), sharing terms on each side."""
+    kinds = {(_kind(code[1]), _kind(code[2]))}
+    if code[0] in (ast.Add, ast.Mult) or stated[0] in (ast.Add, ast.Mult):
+        kinds.add((_kind(code[2]), _kind(code[1])))
+    as_keys = [(op, _operand_keys(a), _operand_keys(b)) for op, a, b in (code, stated)]
+    return (_kind(stated[1]), _kind(stated[2])) in kinds and bool(_overlap(*as_keys))
 
 
 def defined_inversion(judge: ClaimJudge, claim: Claim) -> tuple[str, tuple[int, int, int]] | None:
     """Where the code that computes a name the claim's equation defines (``c_skip(sigma) = a /
     b``) computes it with the inverse of the equation's outermost operator (``c_skip = a * b``),
-    on operands sharing terms with the equation's, and nowhere with the operator itself. Only the
-    outermost: operations inside an expression are matched by their operands' terms, which is
-    too loose to tell a changed operator from another way of writing the formula."""
+    on operands of the same kinds sharing terms with the equation's, and nowhere with the
+    operator itself. Only the outermost: operations inside an expression are matched by their
+    operands' terms, which is too loose to tell a changed operator from another way of writing
+    the formula."""
     for name, rhs in claim.defined:
         tree = equation_tree(rhs)
-        stated = _top_operation(tree.body) if tree is not None else None
+        body = tree.body if tree is not None else None
+        if isinstance(body, ast.Tuple) and body.elts:
+            body = body.elts[0]  # "floor(K / n), s0" read on past the formula's end
+        stated = _top(body) if body is not None else None
         if stated is None:
             continue
         tops = [
             (top, fid, ln)
             for e, fid, ln in defining_expressions(judge, name)
-            if (top := _top_operation(e)) is not None
+            if (top := _top(e)) is not None
         ]
         if any(top[0] is stated[0] for top, _, _ in tops):
             continue
         for top, fid, ln in tops:
-            # the same operands (``a / (a + b)``, ``a * (a + b)``), not another formula
-            if top[0] is _INVERSE[stated[0]] and _overlap(top, stated):
+            if top[0] is _INVERSE[stated[0]] and _same_operands(top, stated):
                 return _computed_otherwise(judge, name, top[0], stated[0], fid, ln)
     return None
 
