@@ -366,6 +366,38 @@ def test_rounding_is_no_operator_and_another_form_of_a_formula_is_no_inversion(
     assert "The code computes" not in judge_one(tmp_path, "D2", score_form).reasoning
 
 
+def test_a_stub_as_the_best_evidence_costs_a_level_beside_a_near_real_window(
+    tmp_path: Path,
+) -> None:
+    """The function that holds the claim's best window is a stub, and a window elsewhere nearly
+    as good is real (it names the claim, or does part of it): the claim loses a level and the
+    stub is named, where the same function with its body keeps its score."""
+    claim = (
+        "Matrix Row-wise Normalization Along Embedding Dimension: for matrix M, "
+        "M[i,:] = M[i,:] / ||M[i,:]||_2 for each row i."
+    )
+    utils = (
+        "import torch\n\n\ndef normalize_matrix(M, dim=-1, eps=1e-8):\n"
+        '    """Unit-norm the weights."""\n'
+        "    # row i of M: M[i, :] / ||M[i, :]||_2 along the embedding dimension\n{body}"
+    )
+    model = (
+        "import torch\n\n\nclass NormEmbedding(torch.nn.Module):\n"
+        "    def forward(self, idx):\n"
+        "        # row normalization along the embedding dimension\n"
+        "        rows = self.weight[idx]\n"
+        "        return rows / rows.norm(dim=-1, keepdim=True)\n"
+    )
+    real = "    norms = torch.linalg.norm(M, dim=dim, keepdim=True)\n    return M / (norms + eps)\n"
+    write(tmp_path, {"utils.py": utils.format(body=real), "model.py": model})
+    right = judge_one(tmp_path, "D2", claim)
+    assert "a stub" not in right.reasoning, right.reasoning
+    write(tmp_path, {"utils.py": utils.format(body="    raise NotImplementedError\n")})
+    wrong = judge_one(tmp_path, "D2", claim)
+    assert "The best evidence is `normalize_matrix` (utils.py:4), a stub." in wrong.reasoning
+    assert wrong.verdict == "placeholder" and wrong.score < (right.score or 0.0)
+
+
 def test_a_class_whose_computation_is_a_stub_is_a_placeholder(tmp_path: Path) -> None:
     """Evidence in a class's ``__init__`` (the layers the claim names) runs through the class's
     ``forward``: when that is a stub, the claim is a placeholder."""

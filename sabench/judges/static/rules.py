@@ -44,6 +44,8 @@ class ClaimJudge:
         self.features: dict[str, float] = {}
         #: for a value claim, the stub that computes the claim, as (why, evidence)
         self.value_stub: tuple[str, list[tuple[int, int, int]]] | None = None
+        #: the best window is a stub, a real one nearly as good (_stub_window): a level less
+        self.stub_best: tuple[str, list[tuple[int, int, int]]] | None = None
 
     @cached_property
     def literal_writes(self) -> list[Finding]:
@@ -84,12 +86,14 @@ class ClaimJudge:
         return o
 
     def _judge(self, claim: Claim) -> Outcome:
-        self.value_stub = None
+        self.value_stub = self.stub_best = None
         o = self._by_rules(claim)
-        if self.value_stub is not None and o.verdict in ("aligned", "partial"):
-            # the values are set, but the code that computes with them is a stub
-            why, evidence = self.value_stub
-            o = self.demote(o, int(RULES["value_stub_levels"]))
+        found = self.value_stub or self.stub_best
+        if found is not None and o.verdict in ("aligned", "partial"):
+            # the values are set, or a window nearly as good is real, but the code that computes
+            # the claim is a stub
+            why, evidence = found
+            o = self.demote(o, int(RULES["value_stub_levels"]) if self.value_stub else 1)
             o.reasoning = f"{why} {o.reasoning}"
             o.evidence = [*evidence, *o.evidence][:4]
             if o.verdict == "drifted":  # nothing left: the failure is the stub's
@@ -307,14 +311,20 @@ class ClaimJudge:
         return None
 
     def _stub_window(self, claim: Claim, wins: list[Window]) -> Outcome | None:
-        """Placeholder when the best evidence window is a stub and no real window comes close."""
+        """Placeholder when the best evidence window is a stub and no real window comes close; when
+        one does, the stub still costs the claim a level (``stub_best``, applied in ``_judge``)."""
         if not wins or not wins[0].stub:
             return None
         best = wins[0]
-        if any(not w.stub and w.score >= best.score * RULES["close_window"] for w in wins[1:]):
-            return None
         fn = self.ctx.function_at(best.fid, best.start)
         if fn is None:
+            return None
+        if any(not w.stub and w.score >= best.score * RULES["close_window"] for w in wins[1:]):
+            # a real window nearly as good: the claim is done there too, or only named there
+            self.stub_best = (
+                f"The best evidence is `{fn.qualname}` ({fn.file}:{fn.start}), a stub.",
+                [self.loc(best.fid, fn.start, fn.end)],
+            )
             return None
         return Outcome(
             "placeholder",
