@@ -176,16 +176,22 @@ def _overlap(a: Operation, b: Operation) -> int:
     return max((x + y if (x and y) or x + y >= 2 else 0) for x, y in pairs)
 
 
+def function_tree(judge: ClaimJudge, fn: Function) -> ast.Module | None:
+    """A function's code parsed on its own (its lines dedented); None when it does not parse."""
+    fid = judge.ctx.fid_of.get(fn.file)
+    if fid is None:
+        return None
+    lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
+    with contextlib.suppress(SyntaxError, ValueError, RecursionError):
+        return ast.parse(textwrap.dedent("\n".join(lines)))
+    return None
+
+
 def function_operations(judge: ClaimJudge, fn: Function) -> list[Operation]:
     """The arithmetic operations of a function's code, read once a submission."""
     key = (fn.file, fn.start)
     if key not in judge.operations_of:
-        fid = judge.ctx.fid_of.get(fn.file)
-        tree = None
-        if fid is not None:
-            lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
-            with contextlib.suppress(SyntaxError, ValueError, RecursionError):
-                tree = ast.parse(textwrap.dedent("\n".join(lines)))
+        tree = function_tree(judge, fn)
         judge.operations_of[key] = operations(tree) if tree is not None else []
     return judge.operations_of[key]
 
@@ -228,16 +234,15 @@ def defining_expressions(judge: ClaimJudge, name: str) -> list[tuple[ast.expr, i
         if key.strip("_").lower() != name.lower():
             continue
         for fn in fns:
-            fid = judge.ctx.fid_of.get(fn.file)
-            if fn.stub or fid is None:
-                continue
-            lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
-            with contextlib.suppress(SyntaxError, ValueError, RecursionError):
-                tree = ast.parse(textwrap.dedent("\n".join(lines)))
-                returns = [n for n in ast.walk(tree) if isinstance(n, ast.Return) and n.value]
-                if returns:
-                    last = max(returns, key=lambda n: n.lineno)
-                    out.append((last.value, fid, fn.start + last.lineno - 1))
+            tree = None if fn.stub else function_tree(judge, fn)
+            returns = [
+                (n.lineno, n.value)
+                for n in (ast.walk(tree) if tree else ())
+                if isinstance(n, ast.Return) and n.value is not None
+            ]
+            if returns:
+                line, value = max(returns, key=lambda r: r[0])
+                out.append((value, judge.ctx.fid_of[fn.file], fn.start + line - 1))
     cache[name] = out
     return out
 
