@@ -622,6 +622,46 @@ def test_evidence_only_in_docs_is_missing(tmp_path: Path) -> None:
     assert j.evidence and j.evidence[0].file in ("README.md", "tests/test_schedule.py")
 
 
+def test_a_papers_claims_are_parsed_once_for_all_its_runs(tmp_path: Path) -> None:
+    """A batch judges one paper's SAUs for every run: the parsed claims are shared (the same
+    objects for equal SAUs, new ones when a claim changes), and sharing them carries nothing from
+    one run's judging into another's."""
+    from sabench.judges.static import analyze_claims
+
+    saus = [
+        sau("p-1", "D1", "The learning rate is `lr=0.01`."),
+        sau("p-2", "D2", "The loss is `loss = (pred - y) ** 2`."),
+        sau("p-3", "D4", "Train the model, then evaluate it."),
+    ]
+    copy = [dict(s) for s in saus]
+    assert analyze_claims(copy) is analyze_claims(saus)
+    changed = [*copy[:2], sau("p-3", "D4", "Evaluate the model, then train it.")]
+    assert analyze_claims(changed)[2].text != analyze_claims(saus)[2].text
+
+    good = write(
+        tmp_path / "good",
+        {
+            "train.py": "lr = 0.01\n\ndef loss(pred, y):\n    return (pred - y) ** 2\n\n"
+            "def main():\n    train()\n    evaluate()\n"
+        },
+    )
+    bad = write(
+        tmp_path / "bad",
+        {
+            "train.py": "lr = 0.5\n\ndef loss(pred, y):\n    return (pred + y) ** 2\n\n"
+            "def main():\n    evaluate()\n    train()\n"
+        },
+    )
+
+    def outcomes(root: Path) -> list[tuple]:
+        return [(j.verdict, j.score, j.reasoning) for j in judge_static(root, saus)]
+
+    alone = outcomes(bad)
+    good_outcomes = outcomes(good)
+    assert outcomes(bad) == alone
+    assert [o[0] for o in good_outcomes] != [o[0] for o in alone]
+
+
 def test_empty_submission_is_missing_everywhere(tmp_path: Path) -> None:
     saus = [sau(f"p-{i}", f"D{i % 4 + 1}", f"claim {i} with lr 0.1") for i in range(200)]
     t0 = time.perf_counter()

@@ -36,6 +36,7 @@ from sabench.judges.static.claims import (
     Claim,
     Step,
     analyze_claim,
+    analyze_claims,
     claim_frequencies,
     entity_keys,
     math_spans,
@@ -61,6 +62,7 @@ __all__ = [
     "SubmissionContext",
     "Window",
     "analyze_claim",
+    "analyze_claims",
     "claim_frequencies",
     "entity_keys",
     "formula_tokens",
@@ -125,8 +127,7 @@ def judge_outcomes(
         return [(sau, Outcome("missing", 0.0, "omission", why, [])) for sau in saus]
     judge = ClaimJudge(ctx, execution)
     out = []
-    for sau in saus:
-        claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)
+    for sau, claim in zip(saus, analyze_claims(saus), strict=True):
         try:
             outcome = judge.judge(claim)
         except Exception as exc:  # a rule bug must not sink the run: fall back to coverage

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import itertools
 import json
 import math
@@ -378,6 +379,34 @@ def _expected(raw: Any) -> list[dict[str, Any]]:
         except TypeError:
             return []
     return [r for r in raw if isinstance(r, dict) and "metric" in r and "value" in r]
+
+
+#: The analysed claims of the last SAU sets judged, by a digest of what the analysis reads: a batch
+#: judges one paper's SAUs for every run (sabench.judges.batch, drift injection), and parsing the
+#: claims again for each run was about a tenth of its judging.
+_ANALYSED: dict[str, tuple[Claim, ...]] = {}
+_ANALYSED_MAX = 16
+
+
+def analyze_claims(saus: list[dict[str, Any]]) -> tuple[Claim, ...]:
+    """Every SAU's claim analysed (:func:`analyze_claim` with the paper's term frequencies), the
+    same objects for SAUs judged again: the claims are shared by runs and only read."""
+    fields = [
+        [
+            sau.get("sau_id") or sau.get("id"),
+            sau.get("dimension"),
+            sau.get("claim"),
+            _expected(sau.get("expected")),
+        ]
+        for sau in saus
+    ]
+    key = hashlib.sha256(json.dumps(fields, default=str).encode()).hexdigest()
+    if key not in _ANALYSED:
+        if len(_ANALYSED) >= _ANALYSED_MAX:
+            del _ANALYSED[next(iter(_ANALYSED))]
+        df = claim_frequencies(saus)
+        _ANALYSED[key] = tuple(analyze_claim(sau, df, len(saus)) for sau in saus)
+    return _ANALYSED[key]
 
 
 def claim_frequencies(saus: list[dict[str, Any]]) -> Counter[str]:
