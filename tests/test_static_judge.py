@@ -178,6 +178,73 @@ def test_a_setting_named_a_few_words_from_the_value_decides(tmp_path: Path, case
     assert wrong.score < right.score
 
 
+def test_a_setting_in_the_section_that_sets_the_claims_other_values_decides(
+    tmp_path: Path,
+) -> None:
+    """The claim's words are in the model code, its values in a config section: a setting
+    named as the claim names a value, set otherwise in that section, contradicts the claim,
+    though the value stands there under another name (16 layers, 32 attention heads)."""
+    claim = (
+        "Transformer decoder: 16 decoder layers, hidden_dim=2048, 16 attention heads, "
+        "vocab_size=50304"
+    )
+    files = {
+        "model.py": "import torch.nn as nn\n\n\nclass TransformerDecoder(nn.Module):\n"
+        '    """Decoder layers with attention heads over the hidden states."""\n\n'
+        "    def __init__(self, cfg):\n        super().__init__()\n"
+        "        self.decoder_layers = nn.ModuleList(\n"
+        "            DecoderLayer(cfg.hidden_dim, cfg.attention_heads)\n"
+        "            for _ in range(cfg.num_layers)\n        )\n"
+        "        self.embed = nn.Embedding(cfg.vocab_size, cfg.hidden_dim)\n",
+        "layers.py": "import torch.nn as nn\n\n\nclass DecoderLayer(nn.Module):\n"
+        '    """One transformer decoder layer: attention heads, then the hidden MLP."""\n\n'
+        "    def __init__(self, hidden_dim, attention_heads):\n        super().__init__()\n"
+        "        self.attention = nn.MultiheadAttention(hidden_dim, attention_heads)\n",
+        "config_loader.py": "from dataclasses import dataclass\n\n\n@dataclass\n"
+        "class TransformerDecoderConfig:\n"
+        '    """The decoder\'s layers, hidden size, attention heads and vocabulary."""\n\n'
+        "    num_layers: int\n    hidden_dim: int\n    attention_heads: int\n"
+        "    vocab_size: int\n",
+    }
+    config = (
+        "optimizer:\n  lr: 0.0004\n  weight_decay: 0.1\nmodel:\n  num_layers: 16\n"
+        "  hidden_dim: 2048\n  attention_heads: {v}\n  vocab_size: 50304\n"
+        "data:\n  root: /data\n  workers: 8\n"
+    )
+    write(tmp_path, {**files, "config.yaml": config.format(v=16)})
+    right = judge_one(tmp_path, "D1", claim)
+    assert right.verdict == "aligned", right.reasoning
+    write(tmp_path, {"config.yaml": config.format(v=32)})
+    wrong = judge_one(tmp_path, "D1", claim)
+    assert "the paper's 16 is 32 (`model.attention_heads`" in wrong.reasoning, wrong.reasoning
+    assert (wrong.score or 0.0) < 1.0
+
+
+def test_a_setting_holding_another_of_the_claims_values_contradicts_none(tmp_path: Path) -> None:
+    """In the section that sets the claim's values, a setting named like one value that holds
+    another of them (num_frames=121 of "121 frames for 5 s videos, 241 for 10 s") is that
+    value's setting, not a contradiction of the other."""
+    claim = "Generated videos: 5s videos at 121 frames, 10s videos at 241 frames, 24 FPS"
+    sampler = (
+        "def generate_videos(pipe, cfg, max_video_frames=241):\n"
+        '    """Generated videos: 5s or 10s videos, sampled frame by frame at the fps."""\n'
+        "    frames = [pipe.step(i) for i in range(min(cfg['num_frames'], max_video_frames))]\n"
+        "    return pipe.encode_video(frames, fps=cfg['fps'])\n"
+    )
+    export = (
+        "def export_videos(videos, fps):\n"
+        '    """Write the generated videos (all frames) at the given fps."""\n'
+        "    for video in videos:\n        video.write_frames(fps=fps)\n"
+    )
+    config = (
+        "optimizer:\n  lr: 0.0001\n  weight_decay: 0.01\nvideo:\n  num_frames: 121\n"
+        "  fps: 24\ndata:\n  root: /data\n  workers: 8\n"
+    )
+    write(tmp_path, {"sampler.py": sampler, "export.py": export, "config.yaml": config})
+    j = judge_one(tmp_path, "D1", claim)
+    assert "241 is 121" not in j.reasoning and "3/5 values" in j.reasoning, j.reasoning
+
+
 # --- D2: formulas -------------------------------------------------------------------------
 
 

@@ -74,27 +74,15 @@ def judge_numbers(
     found_values: list[float] = []
     in_stubs: list[Function] = []
     win_lines = {(w[0], ln) for w in ev for ln in range(w[1] - 3, w[2] + 4)}
-    for num in claim.numbers:
-        ctx_terms = _name_terms(num.context_words)
+    matches = [_best_setting(judge, num) for num in claim.numbers]
+    # where a named contradiction counts: the files of the claim's best windows, and the
+    # sections (file and enclosing section, class or function) that set its other values with
+    # their names: the config section that holds the claim's settings
+    windows = {e[0] for e in ev}
+    sections = {(m[0].file, m[0].context) for m in matches if m[0] is not None}
+    for num, (best_fact, match_sim, stubbed) in zip(claim.numbers, matches, strict=True):
         near_terms = _name_terms(num.context_words[-1:])
-        all_terms = ctx_terms + _name_terms(num.after_words)
-        best_fact, stubbed = None, None
-        match_sim = 0.0
-        for cand in num.candidates():
-            for fact in judge.ctx.facts_by_value.get(rounded_value(cand), []):
-                fid = judge.ctx.fid_of.get(fact.file)
-                sim = _name_sim(all_terms, fact)
-                if fid not in judge.ctx.code_fids or sim <= 0:
-                    continue
-                fn = judge.ctx.function_at(fid, fact.line)
-                if fn is None or not fn.stub:
-                    fn = judge.ctx.flows_into_stub(fact)
-                    fid = judge.ctx.fid_of[fn.file] if fn is not None else fid
-                if fn is not None:
-                    stubbed = stubbed or (fn, fid)  # its value reaches no computation
-                    continue
-                if sim > match_sim:
-                    best_fact, match_sim = fact, sim
+        all_terms = _name_terms(num.context_words) + _name_terms(num.after_words)
         if best_fact is None and stubbed is not None:
             fn, fid = stubbed
             in_stubs.append(fn)
@@ -103,7 +91,7 @@ def judge_numbers(
             notes.append(f"{num.text} only in or for the stub `{fn.name}`")
             continue
         # the setting named exactly like the number decides over one that shares a word with it
-        named = _named_conflict(judge, num, {e[0] for e in ev}) if match_sim < 1 else None
+        named = _named_conflict(judge, num, claim, windows, sections) if match_sim < 1 else None
         if best_fact is not None and named is None:
             supports.append(1.0)
             found_values.append(num.value)
@@ -185,6 +173,32 @@ def judge_numbers(
     return judge.demote(out, 1) if conflicts else out
 
 
+def _best_setting(
+    judge: ClaimJudge, num: NumberMention
+) -> tuple[Fact | None, float, tuple[Function, int] | None]:
+    """The setting that holds the number's value under the most similar name (and that
+    similarity), or else the stub that is the only place the value is set or goes."""
+    all_terms = _name_terms(num.context_words) + _name_terms(num.after_words)
+    best_fact, stubbed = None, None
+    match_sim = 0.0
+    for cand in num.candidates():
+        for fact in judge.ctx.facts_by_value.get(rounded_value(cand), []):
+            fid = judge.ctx.fid_of.get(fact.file)
+            sim = _name_sim(all_terms, fact)
+            if fid not in judge.ctx.code_fids or sim <= 0:
+                continue
+            fn = judge.ctx.function_at(fid, fact.line)
+            if fn is None or not fn.stub:
+                fn = judge.ctx.flows_into_stub(fact)
+                fid = judge.ctx.fid_of[fn.file] if fn is not None else fid
+            if fn is not None:
+                stubbed = stubbed or (fn, fid)  # its value reaches no computation
+                continue
+            if sim > match_sim:
+                best_fact, match_sim = fact, sim
+    return best_fact, match_sim, stubbed
+
+
 def _name_sim(claim_terms: list[str], fact: Fact) -> float:
     if not claim_terms:
         return 0.0
@@ -195,10 +209,19 @@ def _name_sim(claim_terms: list[str], fact: Fact) -> float:
     return hit / len(f_terms)
 
 
-def _named_conflict(judge: ClaimJudge, num: NumberMention, evidence_fids: set[int]) -> Fact | None:
+def _named_conflict(
+    judge: ClaimJudge,
+    num: NumberMention,
+    claim: Claim,
+    evidence_fids: set[int],
+    sections: set[tuple[str, tuple[str, ...]]],
+) -> Fact | None:
     """A setting named as the claim names the number, set to another value, in a file holding the
-    claim's best evidence (a repository sets many things so named: another model's, a
-    baseline's), when no setting so named holds the claim's value. Named as the claim names it:
+    claim's best evidence or in a section that sets the claim's other values with their names (a
+    repository sets many things so named: another model's, a baseline's), when no setting so
+    named holds the claim's value. In such a section, a setting that holds another of the
+    claim's values is that value's (num_frames=121 for "121 frames for 5 s, 241 for 10 s").
+    Named as the claim names it:
     every word of its name is among the four words before the number and the three after
     (``DISCOUNT_FACTOR`` for "discount factor γ=0.99", ``IMAGINATION_ENVS`` for "4096 parallel
     imagination environments"); a name of one word must be the word right before or after the
@@ -221,7 +244,10 @@ def _named_conflict(judge: ClaimJudge, num: NumberMention, evidence_fids: set[in
             continue
         if any(values_match(num, v) for v in fact.numbers):
             return None
-        if judge.ctx.fid_of.get(fact.file) in evidence_fids:
+        if judge.ctx.fid_of.get(fact.file) in evidence_fids or (
+            (fact.file, fact.context) in sections
+            and not any(values_match(other, v) for other in claim.numbers for v in fact.numbers)
+        ):
             found = found or fact
     return found
 
