@@ -245,6 +245,34 @@ def test_a_setting_holding_another_of_the_claims_values_contradicts_none(tmp_pat
     assert "241 is 121" not in j.reasoning and "3/5 values" in j.reasoning, j.reasoning
 
 
+def test_an_indexed_value_is_its_tuples_element(tmp_path: Path) -> None:
+    """ "β1=0.9, β2=0.999" name the elements of `betas=(0.9, 0.999)` by position: an element set
+    otherwise contradicts the claim. A tuple that holds none of the claim's values is another
+    one's (a noise schedule's β₁ is not Adam's first beta)."""
+    claim = "AdamW optimizer: β1=0.9, β2=0.999, weight decay 0.01, learning rate 1e-4"
+    train = (
+        "import torch\n\n\ndef make_optimizer(model):\n"
+        "    return torch.optim.AdamW(\n        model.parameters(), lr=1e-4, betas=({b}),"
+        " weight_decay=0.01\n    )\n"
+    )
+    write(tmp_path, {"train.py": train.format(b="0.9, 0.999")})
+    right = judge_one(tmp_path, "D1", claim)
+    assert right.verdict == "aligned", right.reasoning
+    write(tmp_path, {"train.py": train.format(b="0.9, 0.95")})
+    wrong = judge_one(tmp_path, "D1", claim)
+    assert "the paper's 0.999 is 0.95 (element 2 of `betas`" in wrong.reasoning, wrong.reasoning
+    assert (wrong.score or 0.0) < 1.0
+
+    schedule = "Noise schedule: T=1000 steps, linear beta schedule with β₁=1e-4, β_T=0.02"
+    diffusion = (
+        "import torch\n\nT = 1000\n\n\ndef linear_beta_schedule(beta_start=1e-4,"
+        " beta_end=0.02):\n    return torch.linspace(beta_start, beta_end, T)\n"
+    )
+    write(tmp_path, {"diffusion.py": diffusion})
+    j = judge_one(tmp_path, "D1", schedule)
+    assert "element 1" not in j.reasoning, j.reasoning
+
+
 # --- D2: formulas -------------------------------------------------------------------------
 
 

@@ -142,6 +142,12 @@ class SubmissionContext:
         for f in self.settings:
             for t in {t[:3] for t in f.terms if not t.isdigit()}:
                 self.settings_by_prefix[t].append(f)
+        #: tuples and lists of numbers by the last word of their names (``betas=(0.9, 0.999)``
+        #: under ``beta``): what a claim's "β1" and "β2" name by position
+        self.tuple_settings: dict[str, list[Fact]] = defaultdict(list)
+        for f in index.facts:
+            if len(f.numbers) > 1 and f.terms and f.value.lstrip()[:1] in ("(", "["):
+                self.tuple_settings[f.terms[-1]].append(f)
 
     def _counter(self, fact: Fact) -> bool:
         """A zero assigned in a function body (``n_iter = 0``, ``self.step = 0``) starts a counter

@@ -90,6 +90,32 @@ def judge_numbers(
             supports.append(0.0)
             notes.append(f"{num.text} only in or for the stub `{fn.name}`")
             continue
+        # "β1=0.9" is the first element of `betas=(0.9, 0.999)`, whatever else holds 0.9
+        by_position = _positional_settings(judge, num)
+        if by_position:
+            k = int(near_terms[-1]) - 1
+            hit = [f for f in by_position if values_match(num, f.numbers[k])]
+            if hit:
+                supports.append(1.0)
+                found_values.append(num.value)
+                evidence.append(judge.loc(judge.ctx.fid_of[hit[0].file], hit[0].line))
+                continue
+            # the claim's tuple (another element holds another of its values) in its scope
+            scoped = [
+                f
+                for f in by_position
+                if (judge.ctx.fid_of[f.file] in windows or (f.file, f.context) in sections)
+                and any(values_match(o, v) for o in claim.numbers for v in f.numbers)
+            ]
+            if scoped:
+                f = scoped[0]
+                evidence.insert(0, judge.loc(judge.ctx.fid_of[f.file], f.line))
+                conflicts.append(
+                    f"the paper's {num.text} is {f.numbers[k]:g} (element {k + 1} of "
+                    f"`{f.name}`, {f.file}:{f.line})"
+                )
+                supports.append(0.0)
+                continue
         # the setting named exactly like the number decides over one that shares a word with it
         named = _named_conflict(judge, num, claim, windows, sections) if match_sim < 1 else None
         if best_fact is not None and named is None:
@@ -197,6 +223,23 @@ def _best_setting(
             if sim > match_sim:
                 best_fact, match_sim = fact, sim
     return best_fact, match_sim, stubbed
+
+
+def _positional_settings(judge: ClaimJudge, num: NumberMention) -> list[Fact]:
+    """The settings in code that hold the number by position: a number named with a base and an
+    index ("β1=0.9", "beta_2 = 0.999") is element 1 or 2 of a tuple or list named with that
+    base, plural or not (`betas=(0.9, 0.999)`, `adam_betas: [0.9, 0.95]`)."""
+    near = _name_terms(num.context_words[-1:])
+    if len(near) < 2 or not near[-1].isdigit() or len(near[-2]) < 3:
+        return []
+    base, k = near[-2], int(near[-1])
+    if not 1 <= k <= 4:
+        return []
+    return [
+        f
+        for f in judge.ctx.tuple_settings.get(base, ())
+        if len(f.numbers) >= k and judge.ctx.fid_of.get(f.file) in judge.ctx.code_fids
+    ]
 
 
 def _name_sim(claim_terms: list[str], fact: Fact) -> float:
