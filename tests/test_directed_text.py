@@ -127,7 +127,13 @@ def test_llm_prompt_treats_the_repository_as_untrusted(tmp_path: Path) -> None:
     assert "np.sum(np.abs(w))" in user  # the code around it is still shown
 
 
-def test_tables_and_report_list_directed_text(tmp_path: Path) -> None:
+@pytest.mark.parametrize("background", [False, True], ids=["in-process", "background"])
+def test_tables_and_report_list_directed_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, background: bool
+) -> None:
+    """The table lists the flagged line, whether the aggregating process scans the submissions
+    (a small grid) or a spawned one does while it builds the other tables."""
+    monkeypatch.setattr(agg, "BACKGROUND_SCAN_RUNS", 1 if background else 10**6)
     root = build_tree(tmp_path / "results")
     for agent, paper, seed in GRID:
         sub = root / "runs" / agent / paper / seed / "submission"

@@ -16,7 +16,7 @@ import argparse
 import math
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ from sabench.aggregate.stream import (
 from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
 from sabench.errors import UserError
 from sabench.grid import unpack_runs
-from sabench.index.directed import scan_tree
+from sabench.index.directed import scan_runs
 from sabench.io import write_parquet, write_text
 from sabench.judges import stability
 from sabench.steps import json_object, step
@@ -193,6 +193,33 @@ def tree_scores(saus: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- entry points
 
 
+#: Below this many runs the directed-text scan runs in the aggregating process itself.
+BACKGROUND_SCAN_RUNS = 50
+
+
+def _scan_in_background(
+    runs: list[Run], runs_root: Path
+) -> Callable[[], list[tuple[str, str, str, str, int, str]]]:
+    """Start the directed-text scan of ``runs`` (those with an agent record; see
+    :func:`sabench.index.directed.scan_runs`) in a spawned process; the returned function waits
+    for its rows. Small grids are scanned when the rows are asked for."""
+    if len(runs) < BACKGROUND_SCAN_RUNS:
+        return lambda: scan_runs(runs, runs_root)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    future = pool.submit(scan_runs, runs, runs_root)
+
+    def rows() -> list[tuple[str, str, str, str, int, str]]:
+        try:
+            return future.result()
+        finally:
+            pool.shutdown()
+
+    return rows
+
+
 def aggregate(
     results_root: Path,
     runs: Iterable[tuple[str, str, str | int]],
@@ -242,8 +269,12 @@ def aggregate(
     saus_t = concat_frames(sau_frames, TABLES["saus"])
     run_rows: list[dict[str, Any]] = []
     incomplete: list[dict[str, Any]] = []
-    directed: list[tuple[str, str, str, str, int, str]] = []
     out_tables.mkdir(parents=True, exist_ok=True)
+    # the submissions' text aimed at the judge is read by another process meanwhile: it reads
+    # every file of every submission, as long as the rest of the tables together
+    scanning = _scan_in_background(
+        [run for run in grid if run[1] not in broken], results_root / "runs"
+    )
     with tempfile.TemporaryDirectory(prefix=".judgments-", dir=out_tables) as parts:
         stream = JudgmentStream(Path(parts), saus_t, chunk_rows)
         for run in grid:
@@ -259,10 +290,6 @@ def aggregate(
                 continue
             row = run_row(results_root, run)
             run_rows.append(row)
-            directed += [
-                (agent, paper, seed, d.file, d.line, d.text[:300])
-                for d in scan_tree(folder / "submission")
-            ]
             if execute and not (folder / "execution.json").is_file():
                 cause, message = why_missing(folder, "execute", folder / "execution.log")
                 incomplete.append(incomplete_row(run, None, "execute", cause, message))
@@ -280,6 +307,7 @@ def aggregate(
             empty = typed(pd.DataFrame(columns=JUDGMENT_COLUMNS), JUDGMENT_COLUMNS)
             write_parquet(judgments_path, empty, table="judgments")
 
+    directed = scanning()
     runs_t = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
     incomplete_t = pd.DataFrame(incomplete, columns=INCOMPLETE_COLUMNS)
     counts = derived.pop("counts")

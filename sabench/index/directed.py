@@ -233,3 +233,20 @@ def scan_tree(root: Path | str) -> list[Directed]:
         if text is not None:
             out.extend(scan_text(rel, text))
     return out
+
+
+def scan_runs(
+    runs: list[tuple[str, str, str]], runs_root: Path
+) -> list[tuple[str, str, str, str, int, str]]:
+    """The flagged lines of the submissions of ``runs`` (agent, paper, seed) under ``runs_root``
+    that have an agent record: (agent, paper, seed, file, line, text) rows, text cut at 300
+    characters (the aggregate's ``judge_directed_text`` table)."""
+    rows = []
+    for agent, paper, seed in runs:
+        folder = Path(runs_root) / agent / paper / seed
+        if (folder / "agent.json").is_file():
+            rows += [
+                (agent, paper, seed, d.file, d.line, d.text[:300])
+                for d in scan_tree(folder / "submission")
+            ]
+    return rows
