@@ -127,13 +127,25 @@ def test_llm_prompt_treats_the_repository_as_untrusted(tmp_path: Path) -> None:
     assert "np.sum(np.abs(w))" in user  # the code around it is still shown
 
 
-@pytest.mark.parametrize("background", [False, True], ids=["in-process", "background"])
+@pytest.mark.parametrize("scan", ["in-process", "background", "broken-pool"])
 def test_tables_and_report_list_directed_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, background: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan: str
 ) -> None:
     """The table lists the flagged line, whether the aggregating process scans the submissions
-    (a small grid) or a spawned one does while it builds the other tables."""
-    monkeypatch.setattr(agg, "BACKGROUND_SCAN_RUNS", 1 if background else 10**6)
+    (a small grid), a spawned one does while it builds the other tables, or that process dies
+    (the aggregating process scans them then)."""
+    monkeypatch.setattr(agg, "BACKGROUND_SCAN_RUNS", 10**6 if scan == "in-process" else 1)
+    if scan == "broken-pool":
+        import concurrent.futures
+        from concurrent.futures.process import BrokenProcessPool
+
+        class DeadPool(concurrent.futures.ProcessPoolExecutor):
+            def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+                future: concurrent.futures.Future = concurrent.futures.Future()
+                future.set_exception(BrokenProcessPool("the worker died"))
+                return future
+
+        monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", DeadPool)
     root = build_tree(tmp_path / "results")
     for agent, paper, seed in GRID:
         sub = root / "runs" / agent / paper / seed / "submission"

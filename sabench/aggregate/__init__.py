@@ -202,11 +202,13 @@ def _scan_in_background(
 ) -> Callable[[], list[tuple[str, str, str, str, int, str]]]:
     """Start the directed-text scan of ``runs`` (those with an agent record; see
     :func:`sabench.index.directed.scan_runs`) in a spawned process; the returned function waits
-    for its rows. Small grids are scanned when the rows are asked for."""
+    for its rows. Small grids are scanned when the rows are asked for, and so is a grid whose
+    process could not start or died (the scan's own errors are raised)."""
     if len(runs) < BACKGROUND_SCAN_RUNS:
         return lambda: scan_runs(runs, runs_root)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     future = pool.submit(scan_runs, runs, runs_root)
@@ -214,6 +216,8 @@ def _scan_in_background(
     def rows() -> list[tuple[str, str, str, str, int, str]]:
         try:
             return future.result()
+        except BrokenProcessPool:
+            return scan_runs(runs, runs_root)
         finally:
             pool.shutdown()
 

@@ -383,7 +383,7 @@ def _expected(raw: Any) -> list[dict[str, Any]]:
 
 #: The analysed claims of the last SAU sets judged, by a digest of what the analysis reads: a batch
 #: judges one paper's SAUs for every run (sabench.judges.batch, drift injection), and parsing the
-#: claims again for each run was about a tenth of its judging.
+#: claims again for each run was about a sixth of its judging.
 _ANALYSED: dict[str, tuple[Claim, ...]] = {}
 _ANALYSED_MAX = 16
 
