@@ -732,6 +732,13 @@ def test_a_papers_claims_are_parsed_once_for_all_its_runs(tmp_path: Path) -> Non
     assert analyze_claims(copy) is analyze_claims(saus)
     changed = [*copy[:2], sau("p-3", "D4", "Evaluate the model, then train it.")]
     assert analyze_claims(changed)[2].text != analyze_claims(saus)[2].text
+    before = analyze_claims(saus)
+    with pytest.MonkeyPatch.context() as mp:  # a sweep of the rule parameters parses again
+        mp.setitem(static_mod.RULES, "entity_weight", static_mod.RULES["entity_weight"] / 4)
+        mp.setitem(static_mod.RULES, "name_weight", static_mod.RULES["name_weight"] / 4)
+        reweighed = analyze_claims(saus)
+    assert reweighed is not before
+    assert [c.terms for c in reweighed] != [c.terms for c in before]
 
     good = write(
         tmp_path / "good",

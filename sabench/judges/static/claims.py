@@ -400,7 +400,11 @@ def analyze_claims(saus: list[dict[str, Any]]) -> tuple[Claim, ...]:
         ]
         for sau in saus
     ]
-    key = hashlib.sha256(json.dumps(fields, default=str).encode()).hexdigest()
+    # the rule parameters the parsing weighs terms with are part of the key: a calibration
+    # sweep that changes them in one process parses again
+    key = hashlib.sha256(
+        json.dumps([RULES, sorted(GENERIC), fields], sort_keys=True, default=str).encode()
+    ).hexdigest()
     if key not in _ANALYSED:
         if len(_ANALYSED) >= _ANALYSED_MAX:
             del _ANALYSED[next(iter(_ANALYSED))]
