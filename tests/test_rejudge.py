@@ -48,7 +48,16 @@ def _archive(path: Path, members: list[tuple[str, dict]]) -> Path:
     return path
 
 
-def test_extract_member_strips_prefix_and_refuses_escapes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inflated", [True, False], ids=["in-memory", "streamed"])
+def test_extract_member_strips_prefix_and_refuses_escapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inflated: bool
+) -> None:
+    """The same files and refusals whether the gzip archive is inflated in memory (a small one)
+    or streamed (a large one)."""
+    from sabench.peer_data import archive as archive_mod
+
+    if not inflated:
+        monkeypatch.setattr(archive_mod, "IN_MEMORY_BYTES", 0)
     archive = _archive(
         tmp_path / "runs.tar.gz",
         [
@@ -68,6 +77,8 @@ def test_extract_member_strips_prefix_and_refuses_escapes(tmp_path: Path) -> Non
             ("p2/b.py", {}),
         ],
     )
+    with archive_mod._open(archive) as tar:
+        assert isinstance(tar.fileobj, io.BytesIO) == inflated
     dest = tmp_path / "sub"
     dest.mkdir()
     done = extract_member(archive, "p1", dest)

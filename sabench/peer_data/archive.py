@@ -10,10 +10,12 @@ VCS data and caches (``.git``, ``__pycache__``, ``*.pyc``) are skipped like a fo
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
 import posixpath
 import shutil
 import tarfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,10 @@ from pathlib import Path
 IGNORED_NAMES = (".git", "__pycache__", "*.pyc", ".ipynb_checkpoints")
 #: Extraction stops (the rest is refused) past this many bytes: an archive bomb is a refusal.
 MAX_TOTAL_BYTES = 4 * 1024**3
+#: A gzip archive that inflates to at most this many bytes is inflated in memory before its members
+#: are read: reading tar headers from a gzip stream costs more than inflating it whole, and a
+#: paper's replay reads each agent's archive (SA-Bench's hold every paper). Larger ones stream.
+IN_MEMORY_BYTES = 256 * 1024**2
 
 
 @dataclass
@@ -80,6 +86,24 @@ def _inside(root: str, path: str) -> bool:
     return path == root or path.startswith(root + os.sep)
 
 
+def _open(archive: Path | str) -> tarfile.TarFile:
+    """The archive as a tar file: a small single-stream gzip inflated in memory, else read as
+    ``tarfile`` streams it (any compression)."""
+    path = Path(archive)
+    if path.stat().st_size <= IN_MEMORY_BYTES:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if data[:2] == b"\x1f\x8b":
+            inflate = zlib.decompressobj(wbits=31)
+            try:
+                raw = inflate.decompress(data, IN_MEMORY_BYTES)
+            except zlib.error:
+                raw = None  # tarfile names what is wrong with it
+            if raw is not None and inflate.eof and not inflate.unused_data:
+                return tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
+    return tarfile.open(path, "r:*")
+
+
 def extract_member(
     archive: Path | str, member: str, dest: Path | str, *, max_bytes: int = MAX_TOTAL_BYTES
 ) -> Extracted:
@@ -92,7 +116,7 @@ def extract_member(
     dest = Path(dest)
     root = os.path.realpath(dest)
     out = Extracted()
-    with tarfile.open(archive, "r:*") as tar:
+    with _open(archive) as tar:
         for info in tar:
             rel = _relative(info.name, prefix)
             if rel is None:
