@@ -80,6 +80,17 @@ def judge_numbers(
     # their names: the config section that holds the claim's settings
     windows = {e[0] for e in ev}
     sections = {(m[0].file, m[0].context) for m in matches if m[0] is not None}
+
+    def found(num: NumberMention, fact: Fact) -> None:
+        supports.append(1.0)
+        found_values.append(num.value)
+        evidence.append(judge.loc(judge.ctx.fid_of[fact.file], fact.line))
+
+    def contradicted(num: NumberMention, fact: Fact, value: str, setting: str) -> None:
+        evidence.insert(0, judge.loc(judge.ctx.fid_of[fact.file], fact.line))
+        conflicts.append(f"the paper's {num.text} is {value} ({setting}, {fact.file}:{fact.line})")
+        supports.append(0.0)
+
     for num, (best_fact, match_sim, stubbed) in zip(claim.numbers, matches, strict=True):
         near_terms = _name_terms(num.context_words[-1:])
         all_terms = _name_terms(num.context_words) + _name_terms(num.after_words)
@@ -96,9 +107,7 @@ def judge_numbers(
             k = int(near_terms[-1]) - 1
             hit = [f for f in by_position if values_match(num, f.numbers[k])]
             if hit:
-                supports.append(1.0)
-                found_values.append(num.value)
-                evidence.append(judge.loc(judge.ctx.fid_of[hit[0].file], hit[0].line))
+                found(num, hit[0])
                 continue
             # the claim's tuple (another element holds another of its values) in its scope
             scoped = [
@@ -109,20 +118,12 @@ def judge_numbers(
             ]
             if scoped:
                 f = scoped[0]
-                evidence.insert(0, judge.loc(judge.ctx.fid_of[f.file], f.line))
-                conflicts.append(
-                    f"the paper's {num.text} is {f.numbers[k]:g} (element {k + 1} of "
-                    f"`{f.name}`, {f.file}:{f.line})"
-                )
-                supports.append(0.0)
+                contradicted(num, f, f"{f.numbers[k]:g}", f"element {k + 1} of `{f.name}`")
                 continue
         # the setting named exactly like the number decides over one that shares a word with it
         named = _named_conflict(judge, num, claim, windows, sections) if match_sim < 1 else None
         if best_fact is not None and named is None:
-            supports.append(1.0)
-            found_values.append(num.value)
-            fid = judge.ctx.fid_of[best_fact.file]
-            evidence.append(judge.loc(fid, best_fact.line))
+            found(num, best_fact)
             continue
         if named is None and any(values_match(num, v) for v in found_values):
             supports.append(1.0)
@@ -131,13 +132,7 @@ def judge_numbers(
         if conflict is None and num.after_words:
             conflict = _conflict(judge, num, _name_terms(num.after_words[:1]), all_terms)
         if conflict is not None:
-            fid = judge.ctx.fid_of[conflict.file]
-            evidence.insert(0, judge.loc(fid, conflict.line))
-            conflicts.append(
-                f"the paper's {num.text} is {conflict.value.strip()} "
-                f"(`{conflict.name}`, {conflict.file}:{conflict.line})"
-            )
-            supports.append(0.0)
+            contradicted(num, conflict, conflict.value.strip(), f"`{conflict.name}`")
             continue
         sites = []
         for cand in num.candidates():
