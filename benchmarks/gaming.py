@@ -33,7 +33,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sabench.judges.static import analyze_claim, claim_frequencies, judge_static  # noqa: E402
+from sabench.judges.static import analyze_claims, judge_static  # noqa: E402
 from sabench.saus import import_paper_saus  # noqa: E402
 from sabench.scoring import OVERALL, run_scores  # noqa: E402
 
@@ -49,14 +49,12 @@ def _ident(words: list[str] | tuple[str, ...], fallback: str) -> str:
 
 def paper_text(saus: list[dict[str, Any]]) -> dict[str, Any]:
     """What the claims declare: named values, formulas, step names, names, expected results."""
-    df, n = claim_frequencies(saus), len(saus)
     values: dict[str, float] = {}
     formulas: list[str] = []
     steps: list[str] = []
     names: list[str] = []
     expected: dict[str, float] = {}
-    for sau in saus:
-        claim = analyze_claim(sau, df, n)
+    for claim in analyze_claims(saus):
         for num in claim.numbers:
             base = _ident(num.context_words[-3:], "VALUE").upper()
             key = base

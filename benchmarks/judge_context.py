@@ -51,7 +51,6 @@ from sabench.judges.llm_judge import (
     build_messages,
     repo_overview,
 )
-from sabench.judges.static import analyze_claim
 
 SIMPLE_JUDGE_INSTRUCTIONS = (
     "You are a judge grading whether a submission reproduces one requirement of a research paper. "
@@ -194,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                     if system_tokens is None:
                         system_tokens = ntok(messages[0]["content"])
                     ours = system_tokens + ntok(messages[1]["content"])
-                    claim = analyze_claim(sau, retriever.ctx.claim_df, retriever.ctx.n_claims)
+                    claim = retriever.claim(sau)
                     top = file_ranking(index, claim.terms)[: args.top_files]
                     if reproduce is not None and reproduce not in top:
                         top.append(reproduce)

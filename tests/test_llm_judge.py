@@ -326,12 +326,11 @@ def test_retrieval_budget_and_ranking() -> None:
 
 def _fill_centres(root: Path, claim: str, **options: Any) -> list[tuple[str, int]]:
     """(path, centre line) of the filling windows for one claim, best first."""
-    from sabench.judges.static import analyze_claim
 
     index = build_index(root)
     sau = {"sau_id": "x-D1-001", "dimension": "D1", "claim": claim}
     r = Retriever(index, [sau], **options)
-    claim_obj = analyze_claim(sau, r.ctx.claim_df, r.ctx.n_claims)
+    claim_obj = r.claim(sau)
     return [(index.files[fid].path, ln) for _, fid, ln in r._windows(claim_obj)]
 
 

@@ -14,7 +14,6 @@ from sabench.grid import SCHEMA_DIR, validate
 from sabench.index import build_index
 from sabench.judges.llm_judge import JUDGE_DEFAULTS
 from sabench.judges.retrieval import FILL_PRIORS, RETRIEVAL_DEFAULTS, Retriever
-from sabench.judges.static import analyze_claim
 
 FILLER = ["x = 1"] * 30
 
@@ -27,7 +26,7 @@ def _retriever(root: Path, claim: str, **options: Any) -> tuple[Retriever, dict[
 def _fill(root: Path, claim: str, **options: Any) -> list[tuple[str, int, int]]:
     """(path, first, last line) of the filling windows, in the order they fill the budget."""
     r, sau = _retriever(root, claim, **options)
-    claim_obj = analyze_claim(sau, r.ctx.claim_df, r.ctx.n_claims)
+    claim_obj = r.claim(sau)
     return [(r.index.files[fid].path, a, b) for fid, a, b in r._fill(claim_obj)]
 
 

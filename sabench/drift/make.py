@@ -27,21 +27,21 @@ def make_mutants(
 ) -> list[Mutant]:
     """Mutants for the SAUs of ``eligible`` (default all), at most ``max_per_type`` per drift type
     (SAUs in id order). ``cited``: SAU id -> lines another judge cited for it (file, start, end)."""
-    from sabench.judges.static import analyze_claim, claim_frequencies
+    from sabench.judges.static import analyze_claims
 
     sub = submission if isinstance(submission, Submission) else Submission(Path(submission))
     if not sub.texts:
         return []
     wanted = None if eligible is None else set(eligible)
     cited = cited or {}
-    df = claim_frequencies(saus)
+    claims = {c.sau_id: c for c in analyze_claims(saus)}
     counts: dict[str, int] = {}
     out: list[Mutant] = []
     types = [t for t in DRIFT_TYPES if t in set(types)]
     for sau in sorted(saus, key=lambda s: str(s["sau_id"])):
         if wanted is not None and str(sau["sau_id"]) not in wanted:
             continue
-        claim = analyze_claim(sau, df, len(saus))
+        claim = claims[str(sau["sau_id"])]
         lines = cited.get(str(sau["sau_id"]), [])
         for kind in types:
             dim = DRIFT_TYPES[kind]

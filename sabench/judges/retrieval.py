@@ -14,9 +14,10 @@ from typing import Any
 from sabench.index import CONFIG, CodeIndex
 from sabench.judges.static import (
     GENERIC,
+    Claim,
     ClaimJudge,
     SubmissionContext,
-    analyze_claim,
+    analyze_claims,
     rounded_value,
 )
 from sabench.values import extract_numbers
@@ -113,14 +114,18 @@ class Retriever:
     ) -> None:
         self.index = index
         self.opt = {**RETRIEVAL_DEFAULTS, **options}
-        self.ctx = SubmissionContext(index, saus)
+        self.ctx = SubmissionContext(index)
         self.judge = ClaimJudge(self.ctx, execution)
         self._n_lines = sum(len(index.files[f].lines) for f in self.ctx.code_fids) or 1
-        self.saus = saus
+        self._claims = {c.sau_id: c for c in analyze_claims(saus)}
         self._window_cache: dict[str, list[tuple[float, int, int]]] = {}
         self._core_cache: list[tuple[int, int, int]] | None = None
         self._said: dict[float, list[tuple[int, int]]] | None = None
         self._cites: dict[str, list[tuple[int, int]]] | None = None
+
+    def claim(self, sau: dict[str, Any]) -> Claim:
+        """The SAU's parsed claim (one of the retriever's SAUs)."""
+        return self._claims[str(sau.get("sau_id") or sau.get("id") or "")]
 
     def _claim_windows(self, claim: Any) -> list[tuple[float, int, int]]:
         """:meth:`_windows`, once per claim text (the core and the claim's own filling use them)."""
@@ -142,8 +147,7 @@ class Retriever:
         top = int(self.opt["core_top"])
         votes: Counter[tuple[int, int]] = Counter()
         ends: dict[tuple[int, int], int] = {}
-        for sau in self.saus:
-            claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)
+        for claim in self._claims.values():
             hit: set[tuple[int, int]] = set()
             for _, fid, ln in self._claim_windows(claim)[:top]:
                 fn = ctx.function_at(fid, ln) or ctx.function_at(fid, ln + 1)
@@ -163,7 +167,7 @@ class Retriever:
         """Ranked spans (file id, start, end, widen to the enclosing small function) and the named
         settings, most specific first."""
         ctx = self.ctx
-        claim = analyze_claim(sau, ctx.claim_df, ctx.n_claims)
+        claim = self.claim(sau)
         spans: list[tuple[int, int, int, bool]] = []
         try:
             outcome = self.judge.judge(claim)

@@ -121,7 +121,7 @@ def judge_outcomes(
     index: CodeIndex, saus: list[dict[str, Any]], execution: dict[str, Any] | None = None
 ) -> list[tuple[dict[str, Any], Outcome]]:
     """The rules' outcomes per SAU (with the continuous support, for calibration studies)."""
-    ctx = SubmissionContext(index, saus)
+    ctx = SubmissionContext(index)
     if not ctx.has_code:
         why = "The submission is empty." if index.empty else "The submission has no code or config."
         return [(sau, Outcome("missing", 0.0, "omission", why, [])) for sau in saus]

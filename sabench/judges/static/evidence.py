@@ -8,7 +8,6 @@ import bisect
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from sabench.index import (
     CODE,
@@ -21,7 +20,7 @@ from sabench.index import (
     text_terms,
 )
 from sabench.index.python_facts import PLACEHOLDER_RE
-from sabench.judges.static.claims import claim_frequencies, entity_keys
+from sabench.judges.static.claims import entity_keys
 from sabench.judges.static.params import RULES
 
 #: class names of interfaces, whose stub methods subclasses implement
@@ -59,10 +58,8 @@ class Window:
 class SubmissionContext:
     """One submission's index plus caches shared by all its claims."""
 
-    def __init__(self, index: CodeIndex, saus: list[dict[str, Any]]) -> None:
+    def __init__(self, index: CodeIndex) -> None:
         self.index = index
-        self.claim_df = claim_frequencies(saus)
-        self.n_claims = len(saus)
         self.term_cache: dict[str, Presence] = {}
         self.key_cache: dict[str, Presence] = {}
         self.sorted_terms = sorted(index.term_chunks)
