@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import fake_gpu
 import pytest
 from sandbox_access import assert_outputs_follow, assert_read_and_written, paper_agent_execute
 
@@ -489,15 +490,6 @@ def test_gpu_request_on_a_host_without_gpus_fails_fast(
     assert res.status == "sandbox_error" and "has none" in res.message
 
 
-FAKE_SMI = """#!/bin/sh
-# A fake nvidia-smi with two GPUs: the inventory, or samples every -lms milliseconds.
-case "$*" in
-  *--query-gpu=index,uuid*) printf '0, GPU-aaaa, Fake H200, 143771\\n1, GPU-bbbb, Fake H200, 143771\\n';;
-  *-lms*) i=0; while :; do i=$((i+1)); printf '0, %d, %d\\n' $((i*10 % 100)) $((1000+i)); sleep 0.1; done;;
-esac
-"""
-
-
 @pytest.mark.docker
 def test_gpu_allocation_device_requests_and_engine_error(
     docker: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -505,11 +497,7 @@ def test_gpu_allocation_device_requests_and_engine_error(
     """With (fake) GPUs the allocator picks a device and the sampler runs; the engine here has no
     NVIDIA runtime, so the start fails with its own message as sandbox_error (a real GPU machine
     runs it)."""
-    smi = tmp_path / "nvidia-smi"
-    smi.write_text(FAKE_SMI)
-    smi.chmod(0o755)
-    monkeypatch.setenv("SABENCH_NVIDIA_SMI", str(smi))
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    fake_gpu.install(tmp_path, monkeypatch)
     record, log, _ = execute(docker, make_run(tmp_path, "nvidia-smi\n"), gpus=1)
     assert record["status"] == "sandbox_error", (record, log)
     assert "could not start" in record["message"] and "gpu" in record["message"].lower()
@@ -527,11 +515,7 @@ def test_gpu_allocator_and_sampler(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     clear errors; nvidia-smi samples summarised for the record (a fake nvidia-smi)."""
     from sabench.sandbox.gpu import GpuSampler, NoGpuError, allocate, host_gpus
 
-    smi = tmp_path / "nvidia-smi"
-    smi.write_text(FAKE_SMI)
-    smi.chmod(0o755)
-    monkeypatch.setenv("SABENCH_NVIDIA_SMI", str(smi))
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    fake_gpu.install(tmp_path, monkeypatch)
     gpus, _ = host_gpus()
     assert [(g.index, g.uuid) for g in gpus] == [("0", "GPU-aaaa"), ("1", "GPU-bbbb")]
     locks = tmp_path / "locks"

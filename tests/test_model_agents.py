@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import fake_gpu
 import pandas as pd
 import pytest
 from openai_server import ScriptedServer
@@ -338,6 +339,37 @@ def test_command_agent_failure_and_missing_env(view: Path, tmp_path: Path, runti
             tmp_path,
             runtime,
         )
+
+
+def test_agents_run_on_the_gpus_they_hold(
+    view: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's GPUs are locked like an execution's: with GPU 0 held elsewhere, an agent asking
+    for one gets GPU 1, and its commands (the command kind's, the basic kind's tools) see only
+    that; a host without GPUs is a fault, never a run without them."""
+    from sabench.sandbox.gpu import allocate
+
+    fake_gpu.install(tmp_path, monkeypatch)
+    local = {"backend": "local", "time_limit_s": 60}
+    write_visible = 'printf "[%s]" "$CUDA_VISIBLE_DEVICES" > visible.txt'
+    with allocate(1) as held:
+        assert held == ["0"]
+        agent = {"kind": "command", "command": ["bash", "-c", write_visible], "gpus": 1}
+        record, run_dir = _run(agent, view, tmp_path, local)
+    assert record["status"] == "submitted" and record["gpu_ids"] == ["1"], record
+    assert (run_dir / "submission" / "visible.txt").read_text() == "[1]"
+    record, run_dir = _run({**agent, "gpus": 0}, view, tmp_path, local)
+    assert (run_dir / "submission" / "visible.txt").read_text() == "[]" and "gpu_ids" not in record
+
+    workspace = Workspace(tmp_path / "ws", view, local, gpus=["1"])
+    workspace.submission.mkdir()
+    assert "[1]" in workspace.bash('printf "[%s]" "$CUDA_VISIBLE_DEVICES"')
+
+    monkeypatch.setenv("SABENCH_NVIDIA_SMI", str(tmp_path / "absent-nvidia-smi"))
+    record, run_dir = _run(agent, view, tmp_path, local)
+    assert record["status"] == "fault" and record["fault"] == "sandbox_error", record
+    assert "asks for GPUs but this host has none" in record["error"]
+    assert not (run_dir / "agent.json").exists()
 
 
 def _generic_model(request: dict) -> dict:

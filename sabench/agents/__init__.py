@@ -77,19 +77,43 @@ def run_model_agent(
     transcript: Path,
     runtime: dict[str, Any],
 ) -> Any:
-    """Run a basic or pipeline agent (imported only here: they pull in the LLM layer)."""
+    """Run a model-driven agent on the GPUs it asks for (imported only here: the basic and pipeline
+    kinds pull in the LLM layer).
+
+    The agent's GPUs are held for the whole run with the same device locks as executions
+    (:func:`sabench.sandbox.gpu.allocate`), so two agents asking for one GPU each on a multi-GPU
+    host get different devices. GPUs this host cannot give are a fault (``sandbox_error``), never
+    a run without them.
+    """
+    from sabench.agents.basic import AgentOutcome
+    from sabench.sandbox.gpu import NoGpuError, allocate
+
     if view is None or not view.is_dir():
         raise ValueError(f"agent kind {agent['kind']!r} needs the paper's agent view")
-    if agent["kind"] == "basic":
-        from sabench.agents.basic import run_basic as run
-    elif agent["kind"] == "pipeline":
-        from sabench.agents.pipeline import run_pipeline as run
-    else:
-        from sabench.agents.command import run_command
+    try:
+        with allocate(agent.get("gpus", 0), owner=f"{paper}/{seed}") as gpu_ids:
+            if agent["kind"] == "command":
+                from sabench.agents.command import run_command
 
-        log_path = transcript.with_name("agent-command.log")
-        return run_command(agent, paper, seed, view, submission, log_path, runtime)
-    return run(agent, paper, seed, view, submission, transcript, runtime)
+                log_path = transcript.with_name("agent-command.log")
+                outcome = run_command(
+                    agent, paper, seed, view, submission, log_path, runtime, gpu_ids=gpu_ids
+                )
+            else:
+                if agent["kind"] == "basic":
+                    from sabench.agents.basic import run_basic as run
+                else:
+                    from sabench.agents.pipeline import run_pipeline as run
+                outcome = run(
+                    agent, paper, seed, view, submission, transcript, runtime, gpu_ids=gpu_ids
+                )
+    except NoGpuError as exc:
+        return AgentOutcome(
+            status="fault", fault="sandbox_error", error=str(exc)[:500], model=agent.get("model")
+        )
+    if gpu_ids:
+        outcome.extra["gpu_ids"] = gpu_ids
+    return outcome
 
 
 def run_agent(

@@ -190,6 +190,7 @@ def run_basic(
     submission: Path,
     transcript_path: Path,
     runtime: dict[str, Any],
+    gpu_ids: list[str] | None = None,
 ) -> AgentOutcome:
     """Run the loop into ``submission`` (written atomically: a killed agent leaves nothing half)."""
     from sabench.llm.templates import render
@@ -209,7 +210,9 @@ def run_basic(
         },
     ]
     with atomic_path(submission, directory=True) as tmp:
-        workspace = Workspace(tmp, view, runtime, float(agent.get("command_timeout_s", 120)))
+        workspace = Workspace(
+            tmp, view, runtime, float(agent.get("command_timeout_s", 120)), gpu_ids or []
+        )
         transcript = Transcript(transcript_path, client.redact)
         try:
             for message in messages:

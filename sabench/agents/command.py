@@ -52,8 +52,13 @@ def run_command(
     submission: Path,
     log_path: Path,
     runtime: dict[str, Any],
+    gpu_ids: list[str] | None = None,
 ) -> AgentOutcome:
-    """Run the agent's command in a sandbox whose writable folder becomes the submission."""
+    """Run the agent's command in a sandbox whose writable folder becomes the submission.
+
+    ``gpu_ids``: the devices held for this agent (``sabench.sandbox.gpu.allocate``); without
+    them the backend is given the agent's GPU count.
+    """
     command = agent["command"]
     argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
     time_limit = float(agent.get("time_limit_s", 3600))
@@ -76,7 +81,7 @@ def run_command(
             pids=int(runtime["pids"]),
             output_limit_mb=int(runtime["output_limit_mb"]),
             network=network,
-            gpus=agent.get("gpus", 0),
+            gpus=gpu_ids or agent.get("gpus", 0),
             image=agent.get("image"),
             python_env=Path(env_path) if env_path and backend.needs_python_env else None,
         )

@@ -127,6 +127,7 @@ def run_pipeline(
     submission: Path,
     transcript_path: Path,
     runtime: dict[str, Any],
+    gpu_ids: list[str] | None = None,
 ) -> AgentOutcome:
     client = llm_client(agent, seed)
     paper_text = (view / "paper.md").read_text(encoding="utf-8")
@@ -139,7 +140,7 @@ def run_pipeline(
     budget = _Budget(outcome, agent.get("cost_limit_usd"), int(agent.get("max_steps", 200)))
     time_limit = float(agent.get("time_limit_s", 3600))
     with atomic_path(submission, directory=True) as tmp:
-        workspace = Workspace(tmp, view, runtime)
+        workspace = Workspace(tmp, view, runtime, gpus=gpu_ids or [])
         transcript = Transcript(transcript_path, client.redact)
         try:
             outcome = client.run(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -90,6 +90,8 @@ class Workspace:
     paper: Path
     runtime: dict[str, Any]
     command_timeout_s: float = 120.0
+    #: the devices held for the agent (sabench.sandbox.gpu.allocate): its commands see these only
+    gpus: list[str] = field(default_factory=list)
 
     def _resolve(self, path: str, *, writable: bool) -> Path:
         """Map a model-given path onto the host, refusing anything outside the two folders."""
@@ -151,6 +153,7 @@ class Workspace:
             pids=int(runtime["pids"]),
             output_limit_mb=int(runtime["output_limit_mb"]),
             network=runtime["network"],
+            gpus=list(self.gpus),
             image=runtime["image"],
             python_env=Path(env_path) if env_path else None,
             log_limit_kb=64,

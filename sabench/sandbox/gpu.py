@@ -114,6 +114,15 @@ def normalize_request(request: GpuRequest) -> tuple[int, list[str] | None]:
     raise ValueError(f"runtime.gpus must be a count, 'all' or a list of ids, got {request!r}")
 
 
+def cuda_visible_devices(request: GpuRequest) -> str | None:
+    """``CUDA_VISIBLE_DEVICES`` for a command that shares the host's devices (the local backend):
+    the ids :func:`allocate` held, ``""`` (no GPU) for none, None (left alone) for a bare count."""
+    count, ids = normalize_request(request)
+    if count == 0:
+        return ""
+    return ",".join(ids) if ids is not None else None
+
+
 def job_pool(gpus: list[Gpu], env: Mapping[str, str] | None = None) -> list[Gpu]:
     """The GPUs this job may use: those the scheduler named in CUDA_VISIBLE_DEVICES, else all."""
     env = os.environ if env is None else env

@@ -2,8 +2,9 @@
 
 It sees the whole host as the calling user. What it does enforce: a fresh environment (never the
 host's), a new session whose whole process group is killed at the time limit and at the end, and
-rlimits (address space, CPU time, file size, core dumps; process count when not root). Read-only
-mounts cannot be shown at their targets; the log says so.
+rlimits (address space, CPU time, file size, core dumps; process count when not root), and
+``CUDA_VISIBLE_DEVICES`` = the devices allocated to the run (none for a run without GPUs).
+Read-only mounts cannot be shown at their targets; the log says so.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from sabench.sandbox.common import (
     wait_or_end,
     write_log,
 )
+from sabench.sandbox.gpu import cuda_visible_devices
 
 log = logging.getLogger("sabench.sandbox.local")
 
@@ -103,6 +105,10 @@ class LocalSandbox(Sandbox):
         home: Path,
     ) -> RunResult:
         env = base_env(spec, penv=penv, home=str(home), tmpdir=str(home))
+        visible = cuda_visible_devices(spec.gpus)
+        if visible is not None and "CUDA_VISIBLE_DEVICES" not in spec.env:
+            env["CUDA_VISIBLE_DEVICES"] = visible
+            header.append(f"GPUs: CUDA_VISIBLE_DEVICES={visible!r}")
         used = tree_bytes(spec.workdir)
         limits = {
             "RLIMIT_FSIZE": used + spec.output_limit_bytes,
