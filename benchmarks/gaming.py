@@ -82,6 +82,14 @@ def _values(t: dict[str, Any]) -> dict[str, str]:
     return {"constants.py": '"""The paper\'s settings."""\n\n' + body}
 
 
+def _printed_values(t: dict[str, Any]) -> dict[str, str]:
+    """The constants, each "read" by a print or a log line and used by nothing."""
+    body = "".join(f"{k} = {v!r}\n" for k, v in t["values"].items())
+    shown = "".join(f'print("{k} =", {k})\nlog.info("%s", {k})\n' for k in t["values"])
+    head = '"""The paper\'s settings, shown."""\n\nimport logging\n\nlog = logging.getLogger()\n'
+    return {"constants.py": head + body + shown}
+
+
 def _formulas(t: dict[str, Any]) -> dict[str, str]:
     lines = ['"""The paper\'s formulas."""\n']
     for i, f in enumerate(t["formulas"]):
@@ -132,6 +140,7 @@ def variants(t: dict[str, Any]) -> dict[str, dict[str, str]]:
     every = {k: v for p in parts.values() for k, v in p.items()}
     return {
         **parts,
+        "printed values": _printed_values(t),
         "all": every,
         "stubs": _stubs(t),
         "values+stubs": {**parts["values"], **_stubs(t)},

@@ -45,6 +45,24 @@ def test_a_constant_the_code_reads_is_the_value(tmp_path: Path) -> None:
     assert j.verdict == "aligned", j.reasoning
 
 
+def test_a_constant_only_printed_or_logged_is_not_the_value(tmp_path: Path) -> None:
+    """Showing a value is not using it: a print or a log line does not make a constant read,
+    unless what it prints is computed with it."""
+    shown = (
+        "import logging\n\nLEARNING_RATE = 0.05\n"
+        'print("learning rate", LEARNING_RATE)\n'
+        'logging.getLogger().info("lr={}".format(float(LEARNING_RATE)))\n'
+    )
+    files = {"model.py": TRAIN, "constants.py": shown}
+    claim = "Gradient descent uses a learning rate of 0.05."
+    j = judge_one(tmp_path, files, "D1", claim)
+    assert j.verdict == "missing" or (j.score or 0) <= 0.5, j.reasoning
+    run = "from constants import LEARNING_RATE\nfrom model import train\n\n\n"
+    run += "def main(X, y):\n    print(train(X, y, LEARNING_RATE, 10))\n"
+    j = judge_one(tmp_path, {**files, "run.py": run}, "D1", claim)
+    assert j.verdict == "aligned", j.reasoning
+
+
 def test_a_formula_in_a_string_or_a_comment_is_not_computed(tmp_path: Path) -> None:
     report = (
         'LOSS = "sqrt(mean((y_pred - y) ** 2))"\n\n\n'

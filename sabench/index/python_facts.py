@@ -188,6 +188,30 @@ def _bound_names(target: ast.AST) -> list[str]:
 #: Calls whose first string argument reads a key (``cfg.get("lr")``, ``getattr(args, "lr")``).
 _KEY_READERS = words("get getattr pop setdefault getint getfloat getboolean hasattr")
 
+#: Calls that only show their arguments (``print``, ``logger.info``, a progress bar's postfix):
+#: what they read is displayed, not used, and their lines are text.
+_DISPLAY_CALLS = words(
+    "print pprint debug info warning warn error exception critical set_postfix set_description"
+)
+
+#: Calls that format a value for showing (inside a print or a log line they compute nothing).
+_FORMATTERS = words("str repr format float int round len join item tolist abs type")
+
+
+def _callee(call: ast.Call) -> str:
+    """The called name: ``info`` of ``logger.info(...)``, ``format`` of ``"{}".format(x)``."""
+    func = call.func
+    return func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else ""
+
+
+def _shows(call: ast.Call) -> bool:
+    """A print or log call whose arguments compute nothing (``print(evaluate(model))`` does)."""
+    if _callee(call) not in _DISPLAY_CALLS:
+        return False
+    inner = (n for a in (*call.args, *call.keywords) for n in ast.walk(a))
+    return not any(type(n) is ast.Call and _callee(n) not in _FORMATTERS for n in inner)
+
+
 #: Nodes with nothing inside for the index (names, contexts, operators).
 _LEAVES = frozenset(
     {ast.Name, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass, ast.Break, ast.Continue}
@@ -283,8 +307,11 @@ class _PyVisitor:
                 sign = -1.0 if type(node.op) is ast.USub else 1.0  # type: ignore[attr-defined]
                 self.literals.append((sign * float(v), node.lineno))  # type: ignore[attr-defined]
             return
-        if t is ast.Expr and type(node.value) is ast.Constant:  # type: ignore[attr-defined]
-            self._declared(node, ())  # a bare string (or number) statement: text, not code
+        if t is ast.Expr and (
+            type(node.value) is ast.Constant  # type: ignore[attr-defined]
+            or (type(node.value) is ast.Call and _shows(node.value))  # type: ignore[attr-defined]
+        ):
+            self._declared(node, ())  # a bare string, a print or a log line: text, not code
         if (t is ast.Assign or t is ast.AnnAssign) and _is_literal(node.value):  # type: ignore[attr-defined]
             targets = node.targets if t is ast.Assign else [node.target]  # type: ignore[attr-defined]
             names = [n for tg in targets for n in _bound_names(tg)]
@@ -297,6 +324,14 @@ class _PyVisitor:
             self._assign(node.target, node.value, node.lineno, ctx)  # type: ignore[attr-defined]
         elif t is ast.Call:
             self._call(node, ctx)  # type: ignore[arg-type]
+            if self.reads is not None and _shows(node):  # type: ignore[arg-type]
+                reads, self.reads = self.reads, None  # shown, not used: no reads
+                try:
+                    for child in (*node.args, *node.keywords):  # type: ignore[attr-defined]
+                        self.visit(child, ctx)
+                finally:
+                    self.reads = reads
+                return
         elif t is ast.Dict:
             # {"blobs-3": {"n_samples": 450}}: the outer key names the inner values.
             for k, v in zip(node.keys, node.values, strict=False):  # type: ignore[attr-defined]
