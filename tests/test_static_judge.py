@@ -493,6 +493,35 @@ def test_a_stub_as_the_best_evidence_costs_a_level_beside_a_near_real_window(
     assert wrong.verdict == "placeholder" and wrong.score < (right.score or 0.0)
 
 
+def test_a_stub_nearly_as_good_as_the_best_evidence_costs_a_level(tmp_path: Path) -> None:
+    """The best window is real code, and a window nearly as much about the claim
+    (``near_stub_window`` of its score) is a stub: part of the claim is not written, the claim
+    loses a level and the stub is named."""
+    claim = (
+        "Row-wise normalization of the embedding matrix: for matrix M, "
+        "M[i,:] = M[i,:] / ||M[i,:]||_2 for each row i."
+    )
+    model = (
+        "import torch\n\n\ndef normalize_rows(M, eps=1e-8):\n"
+        '    """Row-wise normalization of the embedding matrix M."""\n'
+        "    norms = torch.linalg.norm(M, dim=-1, keepdim=True)\n    return M / (norms + eps)\n"
+    )
+    other = (
+        "import torch\n\n\ndef normalize_embedding(M, eps=1e-8):\n"
+        '    """Row-wise normalization of the embedding matrix M for each row i."""\n{body}'
+    )
+    real = "    norms = torch.linalg.norm(M, dim=0, keepdim=True)\n    return M / (norms + eps)\n"
+    write(tmp_path, {"model.py": model, "other.py": other.format(body=real)})
+    right = judge_one(tmp_path, "D2", claim)
+    assert "a stub" not in right.reasoning, right.reasoning
+    write(tmp_path, {"other.py": other.format(body="    raise NotImplementedError\n")})
+    wrong = judge_one(tmp_path, "D2", claim)
+    named = "Evidence nearly as good as the best is `normalize_embedding` (other.py:4), a stub."
+    assert named in wrong.reasoning, wrong.reasoning
+    assert any(e.file == "other.py" for e in wrong.evidence), wrong.evidence
+    assert (wrong.score or 0.0) < (right.score or 0.0), (wrong, right)
+
+
 def test_a_class_whose_computation_is_a_stub_is_a_placeholder(tmp_path: Path) -> None:
     """Evidence in a class's ``__init__`` (the layers the claim names) runs through the class's
     ``forward``: when that is a stub, the claim is a placeholder."""

@@ -30,6 +30,9 @@ RULES: dict[str, float] = {
     "anchor_credit": 1.0,  # a backticked name anchors a claim only where code (not a comment) has it
     "stub_callee_share": 0.2,  # a stub the best evidence calls is the claim's: share of its terms
     "close_window": 0.9,  # a window scoring this share of the best is evidence as good as it
+    # a stub window scoring this share of the best real one costs the claim a level: the code
+    # nearly as much about the claim is not written
+    "near_stub_window": 0.75,
     "own_stub_share": 0.3,  # a stub anywhere whose name and docstring hold this share of them
     # levels a value claim loses when the code that computes the claim is a stub (its values are
     # set elsewhere: a config the stub no longer uses)

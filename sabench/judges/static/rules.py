@@ -312,10 +312,23 @@ class ClaimJudge:
 
     def _stub_window(self, claim: Claim, wins: list[Window]) -> Outcome | None:
         """Placeholder when the best evidence window is a stub and no real window comes close; when
-        one does, the stub still costs the claim a level (``stub_best``, applied in ``_judge``)."""
-        if not wins or not wins[0].stub:
+        one does, the stub still costs the claim a level (``stub_best``, applied in ``_judge``), and
+        so does a stub window nearly as good as a real best one (``near_stub_window``)."""
+        if not wins:
             return None
         best = wins[0]
+        if not best.stub:
+            # a stub nearly as much about the claim as the best window: part of it is not written
+            share = RULES["near_stub_window"]
+            near = next((w for w in wins[1:] if w.stub and w.score >= best.score * share), None)
+            fn = self.ctx.function_at(near.fid, near.start) if near is not None else None
+            if near is not None and fn is not None:
+                self.stub_best = (
+                    f"Evidence nearly as good as the best is `{fn.qualname}` "
+                    f"({fn.file}:{fn.start}), a stub.",
+                    [self.loc(near.fid, fn.start, fn.end)],
+                )
+            return None
         fn = self.ctx.function_at(best.fid, best.start)
         if fn is None:
             return None
