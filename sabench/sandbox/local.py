@@ -108,7 +108,8 @@ class LocalSandbox(Sandbox):
         visible = cuda_visible_devices(spec.gpus)
         if visible is not None and "CUDA_VISIBLE_DEVICES" not in spec.env:
             env["CUDA_VISIBLE_DEVICES"] = visible
-            header.append(f"GPUs: CUDA_VISIBLE_DEVICES={visible!r}")
+            if visible:
+                header.append(f"GPUs: CUDA_VISIBLE_DEVICES={visible}")
         used = tree_bytes(spec.workdir)
         limits = {
             "RLIMIT_FSIZE": used + spec.output_limit_bytes,
