@@ -8,17 +8,21 @@ paper's method only as text: (a) ``values``: the claims' numbers as module const
 names as a list nothing calls; (d) ``results``: a reproduce.sh whose script writes the SAUs'
 ``expected`` numbers as literals to results.json; (e) ``all``: everything together; (f) ``stubs`` and
 ``all+stubs``: functions with the claims' names whose bodies are ``pass``, ``raise
-NotImplementedError`` or ``return 0``, called in the claimed order. Each is judged by the static judge
+NotImplementedError`` or ``return 0``, called in the claimed order; (g) ``unused reference``: the
+reference submission's code with its ``__main__`` blocks removed, beside a ``run.py`` that runs
+none of it (the method written, never run). Each is judged by the static judge
 and the exec judge (the paper's checks in the sandbox, and its expected results; with the execution
 record its reproduce.sh gives) and scored with the project's rule (mean claim score per dimension,
 overall = mean of the dimensions, over the SAUs a judge judges). Prints one line per judge,
 ``gaming: judge=<name> max_score=... mean_score=...``, and the reference submissions' overall.
-Goal: no gaming submission above 0.2; the references stay at 1.0.
+Goal: no declaring submission (a to f) above 0.2; the references stay at 1.0. The unused
+reference (g) is measured beside them: a config file's values still count as set.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -195,9 +199,33 @@ def overall(
     return out
 
 
+def unused_reference(ref: Path) -> dict[str, str]:
+    """The reference's files with every ``if __name__ == "__main__":`` block cut, run by a script
+    that calls none of its code."""
+    files = {}
+    for path in sorted(ref.rglob("*")):
+        if not path.is_file() or path.name == "reproduce.sh":
+            continue
+        text = path.read_text()
+        if path.suffix == ".py":
+            lines = text.splitlines(keepends=True)
+            for stmt in reversed(ast.parse(text).body):
+                if isinstance(stmt, ast.If) and "__main__" in ast.unparse(stmt.test):
+                    del lines[stmt.lineno - 1 : stmt.end_lineno]
+            text = "".join(lines)
+        files[str(path.relative_to(ref))] = text
+    files["run.py"] = (
+        '"""Runs the experiments."""\n\n\ndef main():\n    print("done")\n\n\n'
+        'if __name__ == "__main__":\n    main()\n'
+    )
+    files["reproduce.sh"] = "#!/usr/bin/env bash\npython3 run.py\n"
+    return files
+
+
 def write_files(root: Path, files: dict[str, str]) -> Path:
     root.mkdir(parents=True)
     for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
 
@@ -220,6 +248,9 @@ def gaming_scores(papers: list[str] | None = None, judges: list[str] | None = No
                 work = Path(tmp) / pdir.name / "reference"
                 subprocess.run(["cp", "-r", str(ref), str(work)], check=True)
                 subs["reference"] = work
+                subs["unused reference"] = write_files(
+                    Path(tmp) / pdir.name / "unused-reference", unused_reference(ref)
+                )
             for name, sub in subs.items():
                 for judge, score in overall(sub, saus, pdir.name, name, judges).items():
                     rows.append((pdir.name, name, judge, score))

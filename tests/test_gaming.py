@@ -40,8 +40,31 @@ def test_a_constant_nobody_reads_is_not_the_value(tmp_path: Path) -> None:
 def test_a_constant_the_code_reads_is_the_value(tmp_path: Path) -> None:
     run = "from constants import LEARNING_RATE\nfrom model import train\n\n\n"
     run += "def main(X, y):\n    return train(X, y, LEARNING_RATE, 10)\n"
+    run += 'if __name__ == "__main__":\n    main(None, None)\n'
     files = {"model.py": TRAIN, "constants.py": "LEARNING_RATE = 0.05\n", "run.py": run}
     j = judge_one(tmp_path, files, "D1", "Gradient descent uses a learning rate of 0.05.")
+    assert j.verdict == "aligned", j.reasoning
+
+
+def test_code_the_pipeline_never_runs_is_not_the_implementation(tmp_path: Path) -> None:
+    """Written is not run: the paper's training, defined beside a pipeline that never calls it,
+    implements nothing; called, it does."""
+    shortcut = "def fit(X, y):\n    return X.mean(axis=0)\n"
+    files = {
+        "model.py": TRAIN.replace("lr, epochs", "lr=0.05, epochs=500"),
+        "shortcut.py": shortcut,
+    }
+    claim = "Gradient descent uses a learning rate of 0.05."
+    run = "from shortcut import fit\n\n\ndef main(X, y):\n    return fit(X, y)\n\n\n"
+    run += 'if __name__ == "__main__":\n    main(None, None)\n'
+    j = judge_one(tmp_path, {**files, "run.py": run}, "D1", claim)
+    assert j.verdict != "aligned" and (j.score or 0) <= 0.5, j.reasoning
+    (tmp_path / "run.py").write_text(
+        run.replace("shortcut import fit", "model import train as fit")
+    )
+    (j,) = judge_static(
+        tmp_path, [{"paper": "p", "sau_id": "p-1", "dimension": "D1", "claim": claim}]
+    )
     assert j.verdict == "aligned", j.reasoning
 
 
@@ -59,6 +82,7 @@ def test_a_constant_only_printed_or_logged_is_not_the_value(tmp_path: Path) -> N
     assert j.verdict == "missing" or (j.score or 0) <= 0.5, j.reasoning
     run = "from constants import LEARNING_RATE\nfrom model import train\n\n\n"
     run += "def main(X, y):\n    print(train(X, y, LEARNING_RATE, 10))\n"
+    run += 'if __name__ == "__main__":\n    main(None, None)\n'
     j = judge_one(tmp_path, {**files, "run.py": run}, "D1", claim)
     assert j.verdict == "aligned", j.reasoning
 
@@ -130,6 +154,10 @@ def test_gaming_submissions_score_low_and_references_keep_full_marks() -> None:
 
     scores = gaming_scores()
     ref = scores[scores["variant"] == "reference"]
-    gaming = scores[scores["variant"] != "reference"]
+    unused = scores[scores["variant"] == "unused reference"]
+    gaming = scores[~scores["variant"].isin(["reference", "unused reference"])]
     assert len(ref) == 3 and (ref["overall"] == 1.0).all(), ref
     assert gaming["overall"].max() <= 0.2, gaming.sort_values("overall").tail()
+    # the reference's code that nothing runs: its configured values still count as set
+    assert len(unused) == 3 and unused["overall"].max() <= 0.45, unused
+    assert (unused["overall"] <= 0.2).sum() >= 2, unused

@@ -271,3 +271,129 @@ def test_postings_do_not_depend_on_the_hash_seed() -> None:
         for seed in ("1", "2", "3")
     }
     assert len(digests) == 1
+
+
+def _dead(root: Path, files: dict[str, str]) -> dict[str, bool]:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    idx = build_index(root)
+    return {d.name: (d.fid, d.start) in idx.unread for d in idx.definitions}
+
+
+def test_definitions_that_nothing_runs_are_unread(tmp_path: Path) -> None:
+    """A definition runs when running code reads its name; the rest is declared, not run."""
+    run = """\
+import functools
+from registry import register
+from steps import prepare as prep
+
+
+class Base:
+    pass
+
+
+class Net(Base):
+    def forward(self, x):
+        return self._block(x)
+
+    def _block(self, x):
+        return x
+
+    def _never(self, x):
+        return -x
+
+
+def orphan():
+    return helper_of_orphan()
+
+
+def helper_of_orphan():
+    return 1
+
+
+@functools.lru_cache
+def cached():
+    return 2
+
+
+@register("net")
+def build():
+    return Net()
+
+
+def main():
+    return Net().forward(prep())
+
+
+if __name__ == "__main__":
+    main()
+"""
+    steps = "def prepare():\n    return 0\n\n\ndef from_config():\n    return 1\n"
+    files = {
+        "run.py": run,
+        "steps.py": steps,
+        "registry.py": "def register(name):\n    return lambda f: f\n",
+        "config.yaml": "factory: steps.from_config\n",
+    }
+    dead = _dead(tmp_path, files)
+    assert dead == {
+        "Base": False,  # a base class of a live class
+        "Net": False,
+        "_block": False,  # a private method its class calls
+        "_never": True,  # ... and one nothing calls
+        "orphan": True,
+        "helper_of_orphan": True,  # called only by dead code
+        "cached": True,  # a decorator that registers nothing
+        "build": False,  # registered: a framework runs it
+        "main": False,
+        "prepare": False,  # imported under another name
+        "from_config": False,  # named by a config
+        "register": False,
+    }
+
+
+def test_code_where_nothing_runs_a_definition_keeps_them_all(tmp_path: Path) -> None:
+    """A library without an entry point is judged by what it defines; once something runs, what
+    it does not reach is dead."""
+    lib = "def a():\n    return b()\n\n\ndef b():\n    return 1\n\n\ndef c():\n    return 2\n"
+    assert _dead(tmp_path, {"lib.py": lib}) == {"a": False, "b": False, "c": False}
+    assert _dead(tmp_path, {"lib.py": lib + "\n\na()\n"}) == {"a": False, "b": False, "c": True}
+
+
+def test_a_module_nothing_runs_or_imports_is_dead(tmp_path: Path) -> None:
+    """Modules run from the entry points (a shell command's script, a ``__main__`` block) through
+    imports; a module outside them is dead, module-level lines included."""
+    files = {
+        "run.sh": "python -m pkg.train\n",
+        "pkg/__init__.py": "",
+        "pkg/train.py": "from .losses import mse\n\n\ndef main():\n    return mse()\n\n\nmain()\n",
+        "pkg/losses.py": "def mse():\n    return 0.0\n",
+        "pkg/old.py": 'REGISTRY = {"mse": lambda: 1}\n\n\ndef legacy():\n    return 1\n',
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    idx = build_index(tmp_path)
+    assert {idx.files[fid].path for fid, _ in idx.dead} == {"pkg/old.py"}
+    # a module imported by a computed name: every module may run
+    (tmp_path / "pkg/train.py").write_text(
+        "import importlib\n\n\ndef main():\n    return importlib.import_module('pkg.old')\n\n\n"
+        "main()\n"
+    )
+    idx = build_index(tmp_path)
+    old = next(i for i, f in enumerate(idx.files) if f.path == "pkg/old.py")
+    assert (old, 1) not in idx.dead  # its module-level code may run
+    assert (old, 4) in idx.dead  # a function nothing calls is still dead
+
+
+def test_imports_of_the_submission_as_a_package_reach_its_files(tmp_path: Path) -> None:
+    """A submission written as the package ``luno`` imports its own ``config.py`` as
+    ``luno.config``."""
+    files = {
+        "main.py": "from luno.config import get\n\nif __name__ == '__main__':\n    get()\n",
+        "config.py": "def get():\n    return 1\n",
+        "unused.py": "def other():\n    return 2\n",
+    }
+    dead = _dead(tmp_path, files)
+    assert dead == {"get": False, "other": True}

@@ -11,6 +11,8 @@ from pathlib import Path
 from sabench.values import words
 
 CODE, CONFIG, DOCS, TESTS = "code", "config", "docs", "tests"
+#: a shell command running a Python script or module
+_PYTHON_RUN_RE = re.compile(r"python[\d.]*\s+(?:-u\s+)?(-m\s+)?([\w./-]+)")
 _PATH_SEPARATORS = re.compile(r"[.\[\]'\"]+")
 MAX_BYTES = 1_000_000
 
@@ -98,6 +100,26 @@ class Function:
     body_start: int = 0
 
 
+@dataclass(slots=True)
+class Definition:
+    """A function or class of the code that runs only when live code reads its name."""
+
+    fid: int
+    start: int
+    end: int
+    name: str
+    #: the enclosing definition (index in ``CodeIndex.definitions``): dead with it
+    parent: int | None
+    #: a decorator registers it (a CLI command, a route, a registry entry): the framework runs it
+    registered: bool
+    #: the names its own code reads (a public method's reads count for its class)
+    reads: set[str] = field(default_factory=set)
+    #: those of them read as bare names (``train(...)``): this module's ``train`` if it has one
+    bare: set[str] = field(default_factory=set)
+    #: the modules its code imports
+    imports: set[str] = field(default_factory=set)
+
+
 @dataclass
 class CodeIndex:
     """Everything the static judge asks of a submission, built once by :func:`build_index`."""
@@ -121,21 +143,175 @@ class CodeIndex:
     #: lines whose text addresses the judge (:mod:`.directed`): (file id, line), never evidence
     directed: set[tuple[int, int]] = field(default_factory=set)
     skipped: int = 0
-    #: names the code reads (loaded names and attributes, string keys it subscripts or ``get``s)
+    #: names the code reads (loaded names and attributes, string keys it subscripts or ``get``s):
+    #: module-level code while indexing; every live definition's too after :meth:`mark_unread`
     reads: set[str] = field(default_factory=set)
+    #: functions, classes and private methods of the code, each with the names it reads
+    definitions: list[Definition] = field(default_factory=list)
+    #: each Python code file's module-level reads, those that are bare names, and the modules
+    #: it imports: (file id, reads, bare, imports)
+    module_reads: list[tuple[int, set[str], set[str], set[str]]] = field(default_factory=list)
     #: literal assignments and bare strings: (file id, first line, last line, names they bind)
     declarations: list[tuple[int, int, int, tuple[str, ...]]] = field(default_factory=list)
 
     #: lines of those declarations nothing reads (set by :meth:`mark_unread`): (file id, line)
     unread: set[tuple[int, int]] = field(default_factory=set)
+    #: of them, the lines of definitions nothing runs
+    dead: set[tuple[int, int]] = field(default_factory=set)
 
     def mark_unread(self) -> None:
-        """Collect the lines of literal assignments whose names no code reads, and of bare strings:
-        a value, formula string or step list that nothing uses declares the method, it does not
+        """Collect the lines of literal assignments whose names no code reads, of bare strings, and
+        of the code nothing runs: a value, formula string or step list that nothing uses, or a
+        function or module that no running code calls or imports, declares the method, it does not
         implement it (the static judge reads those lines as comments)."""
+        self.reads = self._live_reads()
         for fid, start, end, names in self.declarations:
             if not any(n in self.reads for n in names):
                 self.unread.update((fid, ln) for ln in range(start, end + 1))
+
+    def _live_reads(self) -> set[str]:
+        """What running code reads. A module runs when it is an entry point (a script a shell
+        command runs, one with a ``__main__`` block or calling its own functions at module level)
+        or when running code imports it; a definition runs when running code reads its name (a
+        call, a callback, ``getattr(mod, "name")``; a bare name is the module's own definition
+        when it has one), when code in another language names it, or when a decorator registers
+        it. The lines of the others are marked dead (and unread). Without entry points, or with
+        imports by computed names (``importlib.import_module``), every module runs; code where
+        nothing runs any definition (a library) keeps them all."""
+        defs = self.definitions
+        if not defs:
+            return self.reads
+        by_name: dict[str, list[int]] = {}
+        own: dict[tuple[str, int], list[int]] = {}  # the module-level definitions of each file
+        children: dict[int | None, list[int]] = {}
+        top: dict[int, list[int]] = {}
+        for i, d in enumerate(defs):
+            by_name.setdefault(d.name, []).append(i)
+            children.setdefault(d.parent, []).append(i)
+            if d.parent is None:
+                own.setdefault((d.name, d.fid), []).append(i)
+                top.setdefault(d.fid, []).append(i)
+        modules = {fid: (reads, bare, imports) for fid, reads, bare, imports in self.module_reads}
+        by_module = self._modules()
+        entries = self._entry_fids(own)
+        names: set[str] = set()
+        todo: list[tuple[str, int | None]] = [(n, None) for n in self._named_outside_python()]
+        seen: set[tuple[str, int | None]] = set()
+        live: set[int] = set()
+        loaded: set[int] = set()
+        imported: list[int] = sorted(modules) if entries is None else sorted(entries)
+
+        def read(fid: int, reads: set[str], bare: set[str], imports: set[str]) -> None:
+            names.update(reads)
+            todo.extend((n, fid if n in bare else None) for n in reads)
+            for name in imports:
+                parts = name.split(".")
+                for k in range(1, len(parts) + 1):  # `import a.b.c` runs a, a.b and a.b.c
+                    # the submission may be the package (`luno.config` is its config.py)
+                    for j in range(k):
+                        found = by_module.get(".".join(parts[j:k]))
+                        if found:
+                            imported.extend(found)
+                            break
+
+        def run(i: int) -> None:
+            d = defs[i]
+            if i in live or (d.parent is not None and d.parent not in live):
+                return
+            if d.parent is None and d.fid not in loaded:
+                return
+            if not (d.registered or (d.name, None) in seen or (d.name, d.fid) in seen):
+                return
+            live.add(i)
+            read(d.fid, d.reads, d.bare, d.imports)
+            for child in children.get(i, ()):
+                run(child)
+
+        while todo or imported:
+            if imported:
+                fid = imported.pop()
+                if fid not in loaded:
+                    loaded.add(fid)
+                    if fid in modules:
+                        read(fid, *modules[fid])
+                    for i in top.get(fid, ()):
+                        run(i)
+                continue
+            name, fid = todo.pop()
+            if fid is not None and (name, fid) not in own:
+                fid = None  # a bare name the module imports: any definition of it
+            if (name, fid) in seen:
+                continue
+            seen.add((name, fid))
+            for i in own[(name, fid)] if fid is not None else by_name.get(name, ()):
+                run(i)
+        if not live:  # nothing runs any of them: a library, judged by what it defines
+            return self.reads | {n for d in defs for n in d.reads}
+        for i, d in enumerate(defs):
+            if i not in live:
+                self.dead.update((d.fid, ln) for ln in range(d.start, d.end + 1))
+        for fid in modules.keys() - loaded:  # a module nothing runs or imports: all of it
+            self.dead.update((fid, ln) for ln in range(1, len(self.files[fid].lines) + 1))
+        self.unread |= self.dead
+        return names
+
+    def _modules(self) -> dict[str, list[int]]:
+        """Python code files by the dotted names an import may give them (``src/pkg/data.py``
+        is ``src.pkg.data``, ``pkg.data`` and ``data``: the search path may start anywhere)."""
+        out: dict[str, list[int]] = {}
+        for fid, *_ in self.module_reads:
+            parts = os.path.splitext(self.files[fid].path)[0].split("/")
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            for k in range(len(parts)):
+                out.setdefault(".".join(parts[k:]), []).append(fid)
+        return out
+
+    def _entry_fids(self, own: dict[tuple[str, int], list[int]]) -> set[int] | None:
+        """The modules that run first: scripts a shell command runs, those with a ``__main__``
+        block, those that call their own functions at module level. None (every module runs)
+        when there are none, or when the code imports modules by computed names."""
+        if any(
+            "import_module" in r or "__import__" in r for _, r, _, _ in self.module_reads
+        ) or any("import_module" in d.reads or "__import__" in d.reads for d in self.definitions):
+            return None
+        fid_of = {sf.path: i for i, sf in enumerate(self.files)}
+        entries = {fid_of[p] for p in self.script_files() if p in fid_of}
+        entries.update(fid_of[p] for p in self.main_blocks if p in fid_of)
+        for fid, *_ in self.module_reads:
+            calls = self.module_calls.get(self.files[fid].path, ())
+            if any((name, fid) in own for name, _ in calls):
+                entries.add(fid)
+        return entries or None
+
+    def script_files(self) -> list[str]:
+        """The Python files that shell commands run (``python train.py``, ``python -m pkg.run``)."""
+        paths = {f.path for f in self.files}
+        found: list[str] = []
+        for cmds in self.commands.values():
+            for cmd, _ in cmds:
+                for m in _PYTHON_RUN_RE.finditer(cmd):
+                    target = m.group(2)
+                    rel = target.replace(".", "/") + ".py" if m.group(1) else target.lstrip("./")
+                    for cand in (rel, rel + "/__main__.py"):
+                        if cand in paths:
+                            found.append(cand)
+        return found
+
+    def _named_outside_python(self) -> set[str]:
+        """The definitions' names that code in other languages or a config mentions (``python -c
+        "from train import run; run()"``, ``_target_: models.Net``): they run a definition without
+        a Python read."""
+        other = {
+            i
+            for i, sf in enumerate(self.files)
+            if sf.kind == CONFIG or (sf.kind == CODE and sf.language != "python")
+        }
+        return {
+            d.name
+            for d in self.definitions
+            if any(fid in other for fid, _ in self.chunk_sites.get(d.name, ()))
+        }
 
     def is_text(self, fid: int, line: int) -> bool:
         """A comment, a docstring, or a declaration nothing reads: words, not code."""

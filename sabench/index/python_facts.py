@@ -5,11 +5,19 @@ from __future__ import annotations
 import ast
 import contextlib
 import re
+from collections.abc import Iterator
 
-from sabench.index.model import CODE, CodeIndex, Fact, Function, SourceFile
+from sabench.index.model import CODE, CodeIndex, Definition, Fact, Function, SourceFile
 from sabench.index.terms import leaf_terms
 from sabench.values import parse_number, words
 
+#: Decorators that register what they decorate (a CLI command, a route, a registry entry, a
+#: compiled function): a framework runs it, no code reads its name.
+_REGISTERS = re.compile(
+    r"regist|command|route|app\b|cli|hook|callback|task|fixture|main|entry|fire|click|typer"
+    r"|hydra|export|script|\.(get|post|put)$",
+    re.I,
+)
 PLACEHOLDER_RE = re.compile(r"\b(TODO|FIXME|XXX|placeholder|not implemented|stub)\b", re.I)
 
 
@@ -234,8 +242,17 @@ class _PyVisitor:
         self.module_calls: list[tuple[str, int]] = []
         self.literals: list[tuple[float, int]] = []
         #: reads count only in code (a test that reads a constant does not make it used)
-        self.reads: set[str] | None = index.reads if sf.kind == CODE else None
+        self.reads: set[str] | None = set() if sf.kind == CODE else None
+        #: the reads that are bare names (``train(...)``, not ``obj.train``): a function of the
+        #: same module when it defines one
+        self.bare: set[str] = set()
         self.fid = next(i for i in range(len(index.files) - 1, -1, -1) if index.files[i] is sf)
+        #: the contexts that are class bodies (a public method runs through its object)
+        self.classes: set[tuple[str, ...]] = set()
+        #: the innermost definition being read (index in ``index.definitions``)
+        self.scope: int | None = None
+        #: the modules the current scope imports (dotted names, relative ones resolved)
+        self.imports: set[str] = set()
 
     def fact(
         self,
@@ -264,6 +281,9 @@ class _PyVisitor:
             self.visit(stmt, ())
         self.calls_stack.pop()
         self.index.module_calls[self.path] = self.module_calls
+        if self.reads is not None:
+            self.index.reads |= self.reads
+            self.index.module_reads.append((self.fid, self.reads, self.bare, self.imports))
 
     def _docstring(self, node: ast.AST) -> None:
         body = getattr(node, "body", None)
@@ -283,6 +303,12 @@ class _PyVisitor:
         if t is ast.Name:
             if self.reads is not None and type(node.ctx) is not ast.Store:  # type: ignore[attr-defined]
                 self.reads.add(node.id)  # type: ignore[attr-defined]
+                self.bare.add(node.id)  # type: ignore[attr-defined]
+            return
+        if t is ast.ImportFrom or t is ast.Import:
+            if self.reads is not None:
+                self._declared(node, ())  # an import names code, it runs none
+                self._import(node)  # type: ignore[arg-type]
             return
         if t in _LEAVES:
             return
@@ -298,8 +324,12 @@ class _PyVisitor:
             return
         if t is ast.ClassDef:
             self._docstring(node)
-            for stmt in node.body:  # type: ignore[attr-defined]
-                self.visit(stmt, (*ctx, node.name))  # type: ignore[attr-defined]
+            with self._definition(node, ctx):  # type: ignore[arg-type]
+                for child in (*node.bases, *node.keywords, *node.decorator_list):  # type: ignore[attr-defined]
+                    self.visit(child, ctx)
+                self.classes.add((*ctx, node.name))  # type: ignore[attr-defined]
+                for stmt in node.body:  # type: ignore[attr-defined]
+                    self.visit(stmt, (*ctx, node.name))  # type: ignore[attr-defined]
             return
         if t is ast.UnaryOp and type(node.operand) is ast.Constant:  # type: ignore[attr-defined]
             v = node.operand.value  # type: ignore[attr-defined]
@@ -369,6 +399,51 @@ class _PyVisitor:
                     if isinstance(a, ast.Constant) and isinstance(a.value, str):
                         self.reads.add(a.value)
 
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """The modules an import runs (``from .data import load`` in ``pkg/train.py``: ``pkg.data``,
+        or ``pkg.data.load`` if that is a module); ``from m import run as run_m`` reads ``run``."""
+        assert self.reads is not None
+        if isinstance(node, ast.Import):
+            self.imports.update(a.name for a in node.names)
+            return
+        base = node.module or ""
+        if node.level:
+            package = self.path.split("/")[:-1]
+            package = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+            base = ".".join([*package, base] if base else package)
+        if base:
+            self.imports.add(base)
+        self.imports.update(f"{base}.{a.name}" if base else a.name for a in node.names)
+        self.reads.update(a.name for a in node.names if a.asname)
+
+    @contextlib.contextmanager
+    def _definition(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, ctx: tuple[str, ...]
+    ) -> Iterator[None]:
+        """Read ``node`` as a definition of its own (its reads its own) when only a read of its name
+        runs it: a function, a class, a private method (``_build``); a public method runs through
+        its object, so its reads are its class's."""
+        name = node.name
+        if self.reads is None or (
+            ctx in self.classes and not (name.startswith("_") and not name.startswith("__"))
+        ):
+            yield
+            return
+        registered = any(
+            _REGISTERS.search(_dotted(d.func if isinstance(d, ast.Call) else d))
+            for d in node.decorator_list
+        )
+        end = node.end_lineno or node.lineno
+        d = Definition(self.fid, node.lineno, end, name, self.scope, registered)
+        outer = self.reads, self.bare, self.imports, self.scope
+        self.index.definitions.append(d)
+        self.reads, self.bare, self.imports = d.reads, d.bare, d.imports
+        self.scope = len(self.index.definitions) - 1
+        try:
+            yield
+        finally:
+            self.reads, self.bare, self.imports, self.scope = outer
+
     def _declared(self, node: ast.AST, names: tuple[str, ...]) -> None:
         end = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
         self.index.declarations.append((self.fid, node.lineno, end, names))  # type: ignore[attr-defined]
@@ -428,6 +503,12 @@ class _PyVisitor:
             body_start=body[0].lineno if body else end,
         )
         self.index.functions.append(fn)
+        with self._definition(node, ctx):
+            self._function_body(node, fn, ctx)
+
+    def _function_body(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef, fn: Function, ctx: tuple[str, ...]
+    ) -> None:
         a = node.args
         positional = a.posonlyargs + a.args
         for arg, default in zip(

@@ -197,17 +197,7 @@ class SubmissionContext:
 
     def _entry_files(self) -> list[str]:
         """Scripts that reproduce.sh (or any shell script) runs; else every file with a main block."""
-        paths = {f.path for f in self.index.files}
-        found: list[str] = []
-        for cmds in self.index.commands.values():
-            for cmd, _ in cmds:
-                for m in re.finditer(r"python[\d.]*\s+(?:-u\s+)?(-m\s+)?([\w./-]+)", cmd):
-                    target = m.group(2)
-                    rel = target.replace(".", "/") + ".py" if m.group(1) else target.lstrip("./")
-                    for cand in (rel, rel + "/__main__.py"):
-                        if cand in paths:
-                            found.append(cand)
-        return found or list(self.index.main_blocks)
+        return self.index.script_files() or list(self.index.main_blocks)
 
     def _reachable(self) -> set[str]:
         """Names of the repo functions that the entry points call, directly or not."""
@@ -239,7 +229,7 @@ class SubmissionContext:
             arr = [0.0] * (n + 2)
             if fid in self.code_fids:
                 comment = self.index.files[fid].comment
-                unread = self.index.unread
+                unread, dead = self.index.unread, self.index.dead
                 funcs = self.func_at.get(fid)
                 fns = self.index.functions
                 cc, lc = RULES["comment_credit"], RULES["loose_comment_credit"]
@@ -247,7 +237,8 @@ class SubmissionContext:
                     fi = funcs[ln] if funcs is not None else -1
                     stub = fi >= 0 and fns[fi].stub
                     if comment[ln - 1] or (fid, ln) in unread:  # unread: declared, not used
-                        arr[ln] = cc if fi >= 0 and not stub else lc
+                        live_function = fi >= 0 and not stub and (fid, ln) not in dead
+                        arr[ln] = cc if live_function else lc
                     else:
                         arr[ln] = 0.5 if stub else 1.0
             self._credits[fid] = arr

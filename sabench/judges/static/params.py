@@ -9,7 +9,7 @@ from sabench.values import words
 #: Rule parameters (part of the fingerprint). General, not per paper.
 RULES: dict[str, float] = {
     "comment_credit": 0.75,  # a term found only in comments/docstrings of a real function
-    "loose_comment_credit": 0.4,  # ... only in module-level comments or in stubs
+    "loose_comment_credit": 0.4,  # ... only in module-level comments, in stubs or in code nothing runs
     "prefix_credit": 0.7,  # a term found only as an abbreviation (``min`` for ``minimum``)
     "window_lines": 14,  # size of an evidence window
     "window_cap": 150,  # terms on more lines than this do not locate a claim
