@@ -426,6 +426,40 @@ def test_judge_runs_checks_once_then_from_the_cache(
 
 
 @pytest.mark.bwrap
+def test_a_check_passing_on_code_nothing_runs_is_partial(
+    executed: Path, runtime: dict, tmp_path: Path
+) -> None:
+    """The check imports `loss` and it works, but the submission's script never calls it: the
+    claim's code is there, the pipeline does not use it."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "model.py").write_text(MODEL)
+    run = "from model import stub\n\n\ndef main():\n    return 0\n\n\n"
+    run += 'if __name__ == "__main__":\n    main()\n'
+    (submission / "run.py").write_text(run)
+
+    def judge() -> Any:
+        (row,) = judge_exec(
+            submission,
+            [sau("s-D2-001", GOOD_CHECK)],
+            execution(),
+            executed=executed,
+            runtime=runtime,
+            settings={"cache": False, "time_limit_s": 20},
+        )
+        return row
+
+    row = judge()
+    assert (row.verdict, row.score, row.failure_mode) == ("partial", 0.5, "omission")
+    assert "loss ok" in row.reasoning and "`loss` (model.py:4)" in row.reasoning, row.reasoning
+    (submission / "run.py").write_text(
+        run.replace("import stub", "import loss").replace("return 0", "return loss")
+    )
+    row = judge()
+    assert (row.verdict, row.score) == ("aligned", 1.0), row.reasoning
+
+
+@pytest.mark.bwrap
 def test_time_budget_turns_the_rest_into_errors(executed: Path, runtime: dict) -> None:
     saus = [sau(f"s-D2-00{i}", "import time\ntime.sleep(1.2)") for i in range(1, 4)]
     rows = judge_exec(

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-OUTCOMES = ("pass", "fail", "placeholder", "missing", "error")
+#: ``unused``: a check that passed on functions nothing in the submission runs (the exec judge
+#: decides it after the run: never cached)
+OUTCOMES = ("pass", "fail", "placeholder", "missing", "error", "unused")
 
 
 @dataclass

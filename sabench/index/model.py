@@ -192,7 +192,7 @@ class CodeIndex:
                 own.setdefault((d.name, d.fid), []).append(i)
                 top.setdefault(d.fid, []).append(i)
         modules = {fid: (reads, bare, imports) for fid, reads, bare, imports in self.module_reads}
-        by_module = self._modules()
+        by_module = self.module_files()
         entries = self._entry_fids(own)
         names: set[str] = set()
         todo: list[tuple[str, int | None]] = [(n, None) for n in self._named_outside_python()]
@@ -255,7 +255,7 @@ class CodeIndex:
         self.unread |= self.dead
         return names
 
-    def _modules(self) -> dict[str, list[int]]:
+    def module_files(self) -> dict[str, list[int]]:
         """Python code files by the dotted names an import may give them (``src/pkg/data.py``
         is ``src.pkg.data``, ``pkg.data`` and ``data``: the search path may start anywhere)."""
         out: dict[str, list[int]] = {}
@@ -266,6 +266,17 @@ class CodeIndex:
             for k in range(len(parts)):
                 out.setdefault(".".join(parts[k:]), []).append(fid)
         return out
+
+    def dead_definition(self, module: str, name: str) -> Definition | None:
+        """The module-level definition ``name`` of ``module`` (as an import names it) when
+        nothing runs it: what a test of that function exercises, and the pipeline never does."""
+        fids = set(self.module_files().get(module, ()))
+        found = [
+            d for d in self.definitions if d.parent is None and d.fid in fids and d.name == name
+        ]
+        if found and all((d.fid, d.start) in self.dead for d in found):
+            return found[0]
+        return None
 
     def _entry_fids(self, own: dict[tuple[str, int], list[int]]) -> set[int] | None:
         """The modules that run first: scripts a shell command runs, those with a ``__main__``

@@ -4,7 +4,9 @@ It judges only the SAUs that carry a ``check`` (a Python program run against the
 submission, see :mod:`sabench.checks`) or an ``expected`` result (matched against the metrics the
 execution captured); every other SAU gets no row from it.
 
-* check: pass -> aligned; fail -> drifted (implementation_mismatch); a stub raising
+* check: pass -> aligned, but partial (0.5, omission) when a function or class the check imports
+  is one that nothing in the submission runs (:meth:`sabench.index.CodeIndex.dead_definition`:
+  the code works, the pipeline does not use it); fail -> drifted (implementation_mismatch); a stub raising
   NotImplementedError -> placeholder; an import of the submission's code that fails -> missing
   (omission); anything that says more about the check or the sandbox than about the submission
   (does not parse, times out, tries the network, a sandbox fault, ...) -> error, never drift.
@@ -22,6 +24,7 @@ execution captured); every other SAU gets no row from it.
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import os
@@ -47,6 +50,7 @@ from sabench.checks import (
 from sabench.contracts import Evidence, Judgment
 from sabench.errors import UserError
 from sabench.faults import Fault
+from sabench.index import CodeIndex, build_index
 from sabench.judges.fabrication import FABRICATED, METRICS_FILES, fabricated_by_sau
 from sabench.judges.fabrication import reasoning as fabricated_reasoning
 from sabench.judges.registry import JudgeInputs
@@ -68,14 +72,18 @@ VERDICT = {
     "placeholder": "placeholder",
     "missing": "missing",
     "error": "error",
+    "unused": "partial",
 }
 FAILURE_MODE = {
     "drifted": "implementation_mismatch",
     "placeholder": "placeholder",
     "missing": "omission",
+    "partial": "omission",
 }
+#: The score of a check that passed on code nothing runs.
+UNUSED_SCORE = 0.5
 #: Which part decides an SAU with both a check and expected results (first wins).
-_PRECEDENCE = ("fail", "placeholder", "missing", "error", "pass")
+_PRECEDENCE = ("fail", "placeholder", "missing", "error", "unused", "pass")
 
 
 def resolve_exec_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -143,6 +151,33 @@ def _expected_outcomes(
         outcome = match_expected(exp, metrics)
         ev = _metrics_line(executed, exp.metric) if outcome.kind != "missing" else None
         out.append((outcome, ev))
+    return out
+
+
+def _unused_targets(check_text: str, index: CodeIndex) -> list[str]:
+    """The submission's functions and classes the check imports (``from kmeans import
+    kmeans_plusplus_init``, ``import main`` then ``main.main()``) that nothing in the
+    submission runs, as ``name (file:line)``."""
+    try:
+        tree = ast.parse(check_text)
+    except (SyntaxError, ValueError):
+        return []
+    wanted: list[tuple[str, str]] = []
+    modules: dict[str, str] = {}  # the names `import m` / `import m as x` bind
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            wanted += [(node.module, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            modules.update({a.asname or a.name: a.name for a in node.names})
+    for node in ast.walk(tree):
+        value = node.value if isinstance(node, ast.Attribute) else None
+        if isinstance(value, ast.Name) and value.id in modules:
+            wanted.append((modules[value.id], node.attr))  # type: ignore[attr-defined]
+    out = []
+    for module, name in dict.fromkeys(wanted):
+        d = index.dead_definition(module, name)
+        if d is not None:
+            out.append(f"`{name}` ({index.files[d.fid].path}:{d.start})")
     return out
 
 
@@ -224,6 +259,7 @@ def judge_exec(
     status_note = source_note or status_note
     limits = {k: cfg[k] for k in DEFAULT_LIMITS}
     spent = 0.0
+    index: CodeIndex | None = None  # built once, when a check passes
     judgments = []
     sandbox_faults: list[str] = []
     for sau in todo:
@@ -259,6 +295,17 @@ def judge_exec(
                     sandbox_faults.append(outcome.detail)
                 if outcome.kind != "pass" and status_note:
                     outcome.detail += status_note
+                if outcome.kind == "pass" and Path(submission).is_dir():
+                    index = index or build_index(Path(submission))
+                    unused = _unused_targets(check, index)
+                    if unused:
+                        note = (
+                            f"{outcome.detail}; but nothing in the submission runs"
+                            f" {', '.join(unused)}: the code works, the pipeline does not use it"
+                        )
+                        outcome = Outcome(
+                            "unused", note, outcome.tail, outcome.where, cached=outcome.cached
+                        )
             where = outcome.where
             ev = Evidence(where[0], where[1], where[1]) if where else None
             parts.append(("check", outcome, ev))
@@ -276,7 +323,7 @@ def judge_exec(
                 sau_id=str(sau["sau_id"]),
                 dimension=str(sau["dimension"]),
                 verdict=verdict,
-                score=None,
+                score=UNUSED_SCORE if verdict == "partial" else None,
                 failure_mode=FABRICATED if fab else FAILURE_MODE.get(verdict),
                 evidence=evidence,
                 reasoning=reasoning,

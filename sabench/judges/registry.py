@@ -90,7 +90,7 @@ JUDGES: dict[str, JudgeKind] = {
         JudgeKind(
             "exec",
             "sabench.judges.exec_judge",
-            ("judges/exec_judge.py", "checks/*.py", "judges/fabrication.py", "contracts.py"),
+            ("judges/exec_judge.py", "checks/*.py", "judges/fabrication.py", *_CODE_READING),
             "the paper's checks run against the submission in the sandbox",
             runs_code=True,
         ),
