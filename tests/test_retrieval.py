@@ -12,7 +12,7 @@ import yaml
 from sabench.errors import UserError
 from sabench.grid import SCHEMA_DIR, validate
 from sabench.index import build_index
-from sabench.judges.llm_judge import JUDGE_DEFAULTS
+from sabench.judges.llm_judge import JUDGE_DEFAULTS, build_messages
 from sabench.judges.retrieval import FILL_PRIORS, RETRIEVAL_DEFAULTS, Retriever
 
 FILLER = ["x = 1"] * 30
@@ -147,6 +147,24 @@ def test_retrieve_shows_a_said_value_within_the_budget(tmp_path: Path) -> None:
     bundle = r.retrieve(sau)
     assert bundle.n_lines <= 12
     assert bundle.contains("model.py", 33, 33)
+
+
+def test_excerpts_name_the_lines_nothing_runs(tmp_path: Path) -> None:
+    """The LLM judge is told which shown lines no entry point reaches, in the excerpt's heading."""
+    (tmp_path / "losses.py").write_text(
+        "def focal_loss(p, gamma=2.0):\n    return -((1 - p) ** gamma) * p\n\n\n"
+        "def mse_loss(p):\n    return p**2\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "from losses import mse_loss\n\nif __name__ == '__main__':\n    mse_loss(0.5)\n"
+    )
+    r, sau = _retriever(tmp_path, "The focal loss uses gamma = 2.0.")
+    shown = {e.path: e for e in r.retrieve(sau).excerpts}
+    assert shown["losses.py"].never_run == "1-2", shown["losses.py"]
+    assert shown["train.py"].never_run == ""
+    (_, user) = build_messages(sau, r.retrieve(sau), [])
+    text = user["content"]
+    assert "### losses.py (lines 1-6; never run: 1-2)" in text
 
 
 def test_every_judge_setting_is_in_the_config_schema_with_its_default() -> None:

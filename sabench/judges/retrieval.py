@@ -78,6 +78,9 @@ class Excerpt:
     start: int
     end: int
     lines: list[str]
+    #: its lines that nothing in the repository runs (``sabench.index.CodeIndex.dead``), as
+    #: ranges ("12-30, 41"); empty when every line may run
+    never_run: str = ""
 
 
 @dataclass
@@ -425,7 +428,8 @@ class Retriever:
                     WITHHELD if (fid, ln) in index.directed else text
                     for ln, text in enumerate(f.lines[a - 1 : b], start=a)
                 ]
-                bundle.excerpts.append(Excerpt(f.path, a, b, lines))
+                dead = [ln for ln in range(a, b + 1) if (fid, ln) in index.dead]
+                bundle.excerpts.append(Excerpt(f.path, a, b, lines, _ranges(dead)))
                 bundle.shown.setdefault(f.path, set()).update(
                     ln for ln in range(a, b + 1) if (fid, ln) not in index.directed
                 )
@@ -441,6 +445,17 @@ class Retriever:
             bundle.settings.append((fact.file, fact.line, text))
             bundle.shown.setdefault(fact.file, set()).add(fact.line)
         return bundle
+
+
+def _ranges(lines: list[int]) -> str:
+    """Sorted line numbers as ranges: ``[3, 4, 5, 9]`` -> ``"3-5, 9"``."""
+    out: list[list[int]] = []
+    for ln in lines:
+        if out and ln == out[-1][1] + 1:
+            out[-1][1] = ln
+        else:
+            out.append([ln, ln])
+    return ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in out)
 
 
 def _ref_keys(text: str) -> list[str]:
