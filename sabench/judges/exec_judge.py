@@ -25,6 +25,7 @@ execution captured); every other SAU gets no row from it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import logging
 import os
@@ -303,9 +304,7 @@ def judge_exec(
                             f"{outcome.detail}; but nothing in the submission runs"
                             f" {', '.join(unused)}: the code works, the pipeline does not use it"
                         )
-                        outcome = Outcome(
-                            "unused", note, outcome.tail, outcome.where, cached=outcome.cached
-                        )
+                        outcome = dataclasses.replace(outcome, kind="unused", detail=note)
             where = outcome.where
             ev = Evidence(where[0], where[1], where[1]) if where else None
             parts.append(("check", outcome, ev))
