@@ -18,6 +18,7 @@ from sabench.drift import (
     judge_mutants,
     make_mutants,
 )
+from sabench.drift.mutants import parses
 from sabench.saus import import_paper_saus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -174,6 +175,30 @@ def test_stub_with_cited_lines_stubs_the_cited_function(toy: Path) -> None:
     assert "return x + 1" in m.files["penalty.py"]  # the other function stays
     elsewhere = {"p-D2-002": [("penalty.py", 7, 7)]}
     assert make_mutants(toy, [claim], cited=elsewhere, types=["stub"]) == []
+
+
+def test_mutants_of_a_file_saved_with_its_markdown(tmp_path: Path) -> None:
+    """A model's answer saved with its prose and fences is mutated where its code is (the judge
+    reads that code), and a mutant must leave as much of it parsing as the original does."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "main.py").write_text(
+        "## Code: main.py\n\n```python\n"
+        + MAIN.replace("epochs=200", "epochs=EPOCHS")
+        + "\nEPOCHS = 200\n```\n\nThe pipeline above trains the toy model.\n"
+    )
+    (sub / "config.json").write_text(CONFIG)
+    mutants = by_type(make_mutants(sub, SAUS, types=["stub", "value"]))
+    stub = mutants[("p-D2-001", "stub")]
+    assert "`loss` (main.py" in stub.description
+    assert "raise NotImplementedError" in stub.files["main.py"]
+    assert stub.files["main.py"].startswith("## Code: main.py\n\n```python\n")
+    value = mutants[("p-D1-002", "value")]
+    assert "EPOCHS = 400" in value.files["main.py"]
+    original = (sub / "main.py").read_text()
+    assert parses("main.py", stub.files["main.py"], original)
+    broken = original.replace("def baseline_mean(y):", "def baseline_mean(y:")
+    assert not parses("main.py", broken, original)  # the code after it no longer parses
 
 
 def test_value_with_cited_lines_changes_the_cited_setting_and_its_copies(toy: Path) -> None:

@@ -18,6 +18,7 @@ from sabench.index import (
     squash,
     text_terms,
 )
+from sabench.index.python_facts import parse_recovering
 
 TRAIN = '''\
 """Training script."""
@@ -203,6 +204,44 @@ def test_broken_python_falls_back_to_text(repo: Path) -> None:
     assert fid is not None
     assert not facts(index, file="broken.py")
     assert (fid, 2) in index.term_sites("learn")  # still searchable as text
+
+
+#: a model's answer saved as the file: prose and a fence around the code
+FENCED = """## Code: model.py
+
+```python
+def attention(q, k):
+    \"\"\"Scaled by sqrt(d) as in Eq. 3.\"\"\"
+    return LR * q @ k / 8
+
+LR = 0.001
+```
+
+This file implements scaled dot-product attention.
+"""
+#: a file cut short inside a string: Python runs none of it, the judge reads what parses
+CUT_SHORT = 'def train(lr):\n    """Adam with lr 1e-3."""\n    return lr\n\n\ndef evaluate(x):\n    print("\n'
+
+
+def test_a_file_saved_with_its_markdown_or_cut_short_is_read_as_far_as_it_parses(
+    tmp_path: Path,
+) -> None:
+    """A Python file that does not parse as saved is not all code: the prose and fences of a
+    model's answer are text, so is the tail of a file cut short; the code before is indexed (its
+    functions, settings and docstrings), with its lines where they are."""
+    (tmp_path / "model.py").write_text(FENCED)
+    (tmp_path / "train.py").write_text(CUT_SHORT)
+    index = build_index(tmp_path)
+    model, train = index.file_id("model.py"), index.file_id("train.py")
+    assert {(f.file, f.name, f.start) for f in index.functions} == {
+        ("model.py", "attention", 4),
+        ("train.py", "train", 1),
+    }
+    assert [f.numbers for f in facts(index, file="model.py", name="LR")] == [(0.001,)]
+    assert [ln for ln in range(1, 12) if index.is_text(model, ln)] == [1, 2, 3, 5, 9, 10, 11]
+    assert [ln for ln in range(1, 8) if index.is_text(train, ln)] == [2, 6, 7]
+    assert (train, 6) in index.chunk_sites["evaluate"]  # still searchable as text
+    assert parse_recovering("def broken(:\n    pass\n") is None
 
 
 def test_terms_keys_comments_and_literals(repo: Path) -> None:

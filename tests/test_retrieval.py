@@ -150,7 +150,8 @@ def test_retrieve_shows_a_said_value_within_the_budget(tmp_path: Path) -> None:
 
 
 def test_excerpts_name_the_lines_nothing_runs(tmp_path: Path) -> None:
-    """The LLM judge is told which shown lines no entry point reaches, in the excerpt's heading."""
+    """The LLM judge is told which shown lines no entry point reaches, in the excerpt's heading
+    ("all" for an excerpt nothing runs)."""
     (tmp_path / "losses.py").write_text(
         "def focal_loss(p, gamma=2.0):\n    return -((1 - p) ** gamma) * p\n\n\n"
         "def mse_loss(p):\n    return p**2\n"
@@ -158,13 +159,16 @@ def test_excerpts_name_the_lines_nothing_runs(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(
         "from losses import mse_loss\n\nif __name__ == '__main__':\n    mse_loss(0.5)\n"
     )
+    (tmp_path / "focal_v0.py").write_text("def focal_loss(p, gamma=2.0):\n    return p * gamma\n")
     r, sau = _retriever(tmp_path, "The focal loss uses gamma = 2.0.")
     shown = {e.path: e for e in r.retrieve(sau).excerpts}
     assert shown["losses.py"].never_run == "1-2", shown["losses.py"]
     assert shown["train.py"].never_run == ""
+    assert shown["focal_v0.py"].never_run == "all"  # a module nothing imports
     (_, user) = build_messages(sau, r.retrieve(sau), [])
     text = user["content"]
     assert "### losses.py (lines 1-6; never run: 1-2)" in text
+    assert "### focal_v0.py (lines 1-2; never run: all)" in text
 
 
 def test_every_judge_setting_is_in_the_config_schema_with_its_default() -> None:

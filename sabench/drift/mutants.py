@@ -4,11 +4,14 @@ character offsets) and the edit helpers every drift type shares."""
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from sabench.index.python_facts import parse_recovering
 
 if TYPE_CHECKING:
     from sabench.index import CodeIndex
@@ -54,7 +57,10 @@ class PyFile:
         self.starts = [0]
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line))
-        self.tree = ast.parse(text)
+        recovered = parse_recovering(text)
+        if recovered is None:
+            raise SyntaxError(f"{path} does not parse")
+        self.tree = recovered[0]
         self.parents: dict[int, ast.AST] = {}
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for node in ast.walk(self.tree):
@@ -130,14 +136,20 @@ def cited_lines(cited: Sequence[tuple[str, int, int]], path: str, pf: PyFile) ->
     return out
 
 
-def parses(path: str, text: str) -> bool:
+def parses(path: str, text: str, original: str) -> bool:
+    """Whether a mutant's Python parses as far as the original did: all of it, or for a model's
+    answer saved with its markdown or a file cut short, the same code
+    (:func:`sabench.index.python_facts.parse_recovering`)."""
     if not path.endswith(".py"):
         return True
-    try:
-        ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-    return True
+    recovered = parse_recovering(text)
+    return recovered is not None and len(recovered[1]) == _text_lines(original)
+
+
+@functools.lru_cache(maxsize=64)
+def _text_lines(text: str) -> int:
+    recovered = parse_recovering(text)
+    return len(recovered[1]) if recovered is not None else -1
 
 
 def is_docstring(stmt: ast.stmt) -> bool:

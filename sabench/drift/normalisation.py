@@ -110,7 +110,7 @@ def normalisation_mutant(
         first = ast.unparse(calls[0].func)
         same = [c for c in calls if ast.unparse(c.func) == first]
         text = apply_edits(pf.text, [(*pf.span(c), _replacement(pf, c)) for c in same])
-        if text is None or not parses(path, text):
+        if text is None or not parses(path, text, pf.text):
             continue
         where = ", ".join(str(c.lineno) for c in same)
         return Mutant(

@@ -218,7 +218,7 @@ def operator_mutant(
         new_symbol = _OPERATOR_SWAP[type(node.op)][1]
         a = gap_start + pos
         new = apply_edits(pf.text, [(a, a + len(symbol), new_symbol)])
-        if new is None or not parses(pf.path, new):
+        if new is None or not parses(pf.path, new, pf.text):
             continue
         line = pf.text.count("\n", 0, a) + 1
         return Mutant(

@@ -151,7 +151,7 @@ def removal_mutant(sub: Submission, sau: dict[str, Any], claim: Any) -> Mutant |
             pf = sub.py[path]
             edits = _removal_edits(pf, keys)
             new = apply_edits(pf.text, edits) if edits else None
-            if new is not None and new != pf.text and parses(path, new):
+            if new is not None and new != pf.text and parses(path, new, pf.text):
                 files[path] = new
                 if first is None:
                     first = (path, pf.text.count("\n", 0, min(e[0] for e in edits)) + 1)

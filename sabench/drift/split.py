@@ -491,7 +491,11 @@ def split_mutant(
     files = {}
     for path, file_edits in edits.items():
         changed = apply_edits(sub.texts[path], file_edits)
-        if changed is not None and changed != sub.texts[path] and parses(path, changed):
+        if (
+            changed is not None
+            and changed != sub.texts[path]
+            and parses(path, changed, sub.texts[path])
+        ):
             files[path] = changed
     if not files:
         return None

@@ -104,7 +104,7 @@ def stub_mutant(
         return None
     stub = "".join(f"{indent}{line}\n" for line in STUB_BODY.splitlines())
     new = apply_edits(pf.text, [(a, b, stub)])
-    if new is None or not parses(pf.path, new):
+    if new is None or not parses(pf.path, new, pf.text):
         return None
     return Mutant(
         str(sau["sau_id"]),

@@ -321,7 +321,7 @@ def _swap(
         if not ta.endswith("\n") or not tb.endswith("\n"):
             continue
         new = apply_edits(pf.text, [(ra[0], ra[1], tb), (rb[0], rb[1], ta)])
-        if new is None or not parses(pf.path, new):
+        if new is None or not parses(pf.path, new, pf.text):
             continue
         return Mutant(
             str(sau["sau_id"]),

@@ -100,7 +100,11 @@ def value_mutant(
             files = {}
             for path, file_edits in edits.items():
                 new = apply_edits(sub.texts[path], file_edits) if file_edits else None
-                if new is not None and new != sub.texts[path] and parses(path, new):
+                if (
+                    new is not None
+                    and new != sub.texts[path]
+                    and parses(path, new, sub.texts[path])
+                ):
                     files[path] = new
             if files:
                 first = next(f for f in facts if f.file in files)

@@ -550,12 +550,76 @@ def _segment(lines: list[str], node: ast.AST) -> str:
     return lines[ln - 1][c0:] + " ..."
 
 
-def python_facts(index: CodeIndex, sf: SourceFile, text: str) -> list[tuple[float, int]]:
-    """Facts of one Python file; returns its numeric literals. A file that does not parse is text."""
+#: a markdown code fence: a model's answer saved as the file (```python ... ```)
+_FENCE_RE = re.compile(r"^\s*```")
+#: statements tried from the top before a file that does not parse is left as text
+_RECOVERY_TRIES = 40
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _parse(lines: list[str]) -> ast.Module | SyntaxError | None:
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ast.parse("\n".join(lines))
+    except SyntaxError as e:
+        return e
+    except (ValueError, RecursionError, MemoryError):
+        return None
+
+
+def parse_recovering(text: str) -> tuple[ast.Module, list[int]] | None:
+    """The code of a Python file that may not parse as saved, and the lines (0-based) that are
+    not code: a model's answer written with its markdown (the prose and the fences around
+    the code are text) and a file cut short or broken (the code before the statement that does
+    not parse is read; from there on the file is text, since Python would not run it).
+    Line numbers are kept. None when nothing parses."""
+    lines = text.split("\n")
+    first = _parse(lines)
+    if isinstance(first, ast.Module) or first is None:
+        return (first, []) if first is not None else None
+    text_lines: list[int] = []
+    fences = [i for i, line in enumerate(lines) if _FENCE_RE.match(line)]
+    if fences:
+        start = fences[0]
+        end = fences[1] if len(fences) > 1 else len(lines)
+        text_lines = [i for i in range(len(lines)) if not start < i < end]
+        lines = [line if start < i < end else "" for i, line in enumerate(lines)]
+    parsed = _parse(lines)
+    if not isinstance(parsed, SyntaxError):
+        return (parsed, text_lines) if parsed is not None else None
+    # the longest prefix that parses, cut at a line no deeper than the one holding the error
+    # (a statement's start, tried from the error up: a cut inside a bracket or after a block's
+    # header does not parse)
+    err = min(parsed.lineno or 1, len(lines)) - 1
+    while err > 0 and not lines[err].strip():
+        err -= 1
+    depth = _indent(lines[err])
+    tries = 0
+    for cut in range(err, 0, -1):
+        if not lines[cut].strip() or _indent(lines[cut]) > depth:
+            continue
+        head = lines[:cut]
+        parsed = _parse(head + [""] * (len(lines) - cut))
+        if isinstance(parsed, ast.Module):
+            return parsed, text_lines + [i for i in range(cut, len(lines)) if lines[i]]
+        tries += 1
+        if parsed is None or tries >= _RECOVERY_TRIES:
+            break
+    return None
+
+
+def python_facts(index: CodeIndex, sf: SourceFile, text: str) -> list[tuple[float, int]]:
+    """Facts of one Python file; returns its numeric literals. What does not parse is text
+    (:func:`parse_recovering`)."""
+    recovered = parse_recovering(text)
+    if recovered is None:
         return []
+    tree, text_lines = recovered
+    for i in text_lines:
+        if i < len(sf.comment):
+            sf.comment[i] = 1
     visitor = _PyVisitor(index, sf)
     with contextlib.suppress(RecursionError):  # a pathologically deep file keeps what was read
         visitor.run(tree)

@@ -79,7 +79,7 @@ class Excerpt:
     end: int
     lines: list[str]
     #: its lines that nothing in the repository runs (``sabench.index.CodeIndex.dead``), as
-    #: ranges ("12-30, 41"); empty when every line may run
+    #: ranges ("12-30, 41") or "all"; empty when every line may run
     never_run: str = ""
 
 
@@ -429,7 +429,8 @@ class Retriever:
                     for ln, text in enumerate(f.lines[a - 1 : b], start=a)
                 ]
                 dead = [ln for ln in range(a, b + 1) if (fid, ln) in index.dead]
-                bundle.excerpts.append(Excerpt(f.path, a, b, lines, _ranges(dead)))
+                never_run = "all" if len(dead) == b - a + 1 else _ranges(dead)
+                bundle.excerpts.append(Excerpt(f.path, a, b, lines, never_run))
                 bundle.shown.setdefault(f.path, set()).update(
                     ln for ln in range(a, b + 1) if (fid, ln) not in index.directed
                 )
