@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import time
 from pathlib import Path
 
@@ -242,6 +243,13 @@ def test_a_file_saved_with_its_markdown_or_cut_short_is_read_as_far_as_it_parses
     assert [ln for ln in range(1, 8) if index.is_text(train, ln)] == [2, 6, 7]
     assert (train, 6) in index.chunk_sites["evaluate"]  # still searchable as text
     assert parse_recovering("def broken(:\n    pass\n") is None
+    # a fence in a docstring's example is not the answer's: the file is cut where it breaks
+    shown = (
+        '"""Usage:\n```python\nrun(3)\n```\n"""\n\n\ndef run(n):\n    return n\n\n\ndef broken(:\n'
+    )
+    tree, text = parse_recovering(shown)
+    assert [f.name for f in tree.body if isinstance(f, ast.FunctionDef)] == ["run"]
+    assert text == [11]  # 0-based: line 12, `def broken(:`
 
 
 def test_terms_keys_comments_and_literals(repo: Path) -> None:

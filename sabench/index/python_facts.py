@@ -551,8 +551,10 @@ def _segment(lines: list[str], node: ast.AST) -> str:
 
 
 #: a markdown code fence: a model's answer saved as the file (```python ... ```)
-_FENCE_RE = re.compile(r"^\s*```")
-#: statements tried from the top before a file that does not parse is left as text
+_FENCE_RE = re.compile(r"^```")
+#: the lines of prose a model's answer may have before its code's fence
+_FENCE_WITHIN = 5
+#: cuts tried, from the error up, before a file that does not parse is left as text
 _RECOVERY_TRIES = 40
 
 
@@ -581,7 +583,13 @@ def parse_recovering(text: str) -> tuple[ast.Module, list[int]] | None:
         return (first, []) if first is not None else None
     text_lines: list[int] = []
     fences = [i for i, line in enumerate(lines) if _FENCE_RE.match(line)]
-    if fences:
+    before = "\n".join(lines[: fences[0]]) if fences else ""
+    # the answer's own fence: near the top, not in a docstring showing an example
+    if (
+        fences
+        and fences[0] < _FENCE_WITHIN
+        and before.count('"""') % 2 == before.count("'''") % 2 == 0
+    ):
         start = fences[0]
         end = fences[1] if len(fences) > 1 else len(lines)
         text_lines = [i for i in range(len(lines)) if not start < i < end]
