@@ -545,6 +545,40 @@ def test_a_class_whose_computation_is_a_stub_is_a_placeholder(tmp_path: Path) ->
     assert judge_one(tmp_path, "D2", claim).verdict != "placeholder"
 
 
+def test_a_class_that_cannot_be_constructed_implements_nothing(tmp_path: Path) -> None:
+    """A class whose ``__init__`` raises ``NotImplementedError`` has no instance: its ``forward``
+    runs nowhere, however real its code, and the claim it computes is a placeholder. A class
+    the code derives from may be constructed through its subclass: kept."""
+    model = (
+        "import torch.nn as nn\n\n\nclass ScaledDotProductAttention(nn.Module):\n"
+        "    def __init__(self, d_model, n_heads):\n{init}\n\n"
+        "    def forward(self, x):\n"
+        "        q, k = self.query(x), self.key(x)\n"
+        "        return (q @ k.T * self.scale) @ self.value(x)\n"
+    )
+    claim = "Attention scales the query-key dot product of each head and weights the values."
+    real = (
+        "        super().__init__()\n        self.query = nn.Linear(d_model, d_model)\n"
+        "        self.key = nn.Linear(d_model, d_model)\n"
+        "        self.value = nn.Linear(d_model, d_model)\n"
+        "        self.scale = (d_model // n_heads) ** -0.5"
+    )
+    write(tmp_path, {"model.py": model.format(init=real)})
+    assert judge_one(tmp_path, "D2", claim).verdict != "placeholder"
+    write(
+        tmp_path,
+        {"model.py": model.format(init="        # TODO\n        raise NotImplementedError")},
+    )
+    j = judge_one(tmp_path, "D2", claim)
+    assert j.verdict == "placeholder", j.reasoning
+    derived = "\n\nclass Flash(ScaledDotProductAttention):\n    def __init__(self):\n        pass\n"
+    write(
+        tmp_path,
+        {"model.py": model.format(init="        raise NotImplementedError") + derived},
+    )
+    assert judge_one(tmp_path, "D2", claim).verdict != "placeholder"
+
+
 # --- D3: protocol -------------------------------------------------------------------------
 
 

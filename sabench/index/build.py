@@ -95,5 +95,6 @@ def build_index(root: Path | str) -> CodeIndex:
     index.term_chunks = dict(term_chunks)
     index.key_chunks = dict(key_chunks)
     index.literals = dict(literals)
+    index.mark_unconstructible()
     index.mark_unread()
     return index

@@ -143,6 +143,10 @@ class CodeIndex:
     #: lines whose text addresses the judge (:mod:`.directed`): (file id, line), never evidence
     directed: set[tuple[int, int]] = field(default_factory=set)
     skipped: int = 0
+    #: classes whose ``__init__`` raises ``NotImplementedError``: (file, qualified name)
+    unconstructible: list[tuple[str, str]] = field(default_factory=list)
+    #: the names classes of the code derive from (a subclass may construct them another way)
+    subclassed: set[str] = field(default_factory=set)
     #: names the code reads (loaded names and attributes, string keys it subscripts or ``get``s):
     #: module-level code while indexing; every live definition's too after :meth:`mark_unread`
     reads: set[str] = field(default_factory=set)
@@ -158,6 +162,17 @@ class CodeIndex:
     unread: set[tuple[int, int]] = field(default_factory=set)
     #: of them, the lines of definitions nothing runs
     dead: set[tuple[int, int]] = field(default_factory=set)
+
+    def mark_unconstructible(self) -> None:
+        """The methods of a class that cannot be constructed (its ``__init__`` raises
+        ``NotImplementedError``, and no class of the code derives from it) are stubs: none of
+        them can run."""
+        for path, qual in self.unconstructible:
+            if qual.rsplit(".", 1)[-1] in self.subclassed:
+                continue
+            for fn in self.functions:
+                if fn.file == path and fn.qualname.startswith(qual + "."):
+                    fn.stub = True
 
     def mark_unread(self) -> None:
         """Collect the lines of literal assignments whose names no code reads, of bare strings, and

@@ -108,6 +108,22 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
+def _unconstructible(cls: ast.ClassDef) -> bool:
+    """Whether a class's ``__init__`` raises ``NotImplementedError`` whatever it is given: no
+    instance can be made, so none of its methods runs."""
+    for stmt in cls.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+            return any(_raises_unimplemented(s) for s in stmt.body)
+    return False
+
+
+def _raises_unimplemented(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.Raise):
+        return False
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
 def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> bool:
     body = list(fn.body)
     if (
@@ -330,6 +346,9 @@ class _PyVisitor:
                 self.classes.add((*ctx, node.name))  # type: ignore[attr-defined]
                 for stmt in node.body:  # type: ignore[attr-defined]
                     self.visit(stmt, (*ctx, node.name))  # type: ignore[attr-defined]
+            self.index.subclassed.update(_dotted(b).rsplit(".", 1)[-1] for b in node.bases)  # type: ignore[attr-defined]
+            if _unconstructible(node):  # type: ignore[arg-type]
+                self.index.unconstructible.append((self.path, ".".join((*ctx, node.name))))  # type: ignore[attr-defined]
             return
         if t is ast.UnaryOp and type(node.operand) is ast.Constant:  # type: ignore[attr-defined]
             v = node.operand.value  # type: ignore[attr-defined]
