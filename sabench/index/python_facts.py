@@ -149,12 +149,8 @@ def _is_stub(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> bo
             and [a.arg for a in fn.args.args] not in (["self"], ["cls"])
         ):
             continue  # a function of its inputs that returns a constant ignores them
-        if isinstance(stmt, ast.Raise):
-            exc = stmt.exc
-            if isinstance(exc, ast.Call):
-                exc = exc.func
-            if isinstance(exc, ast.Name) and exc.id == "NotImplementedError":
-                continue
+        if _raises_unimplemented(stmt):
+            continue
         trivial = False
         break
     if trivial:
@@ -598,8 +594,10 @@ def parse_recovering(text: str) -> tuple[ast.Module, list[int]] | None:
     Line numbers are kept. None when nothing parses."""
     lines = text.split("\n")
     first = _parse(lines)
-    if isinstance(first, ast.Module) or first is None:
-        return (first, []) if first is not None else None
+    if first is None:
+        return None
+    if isinstance(first, ast.Module):
+        return first, []
     text_lines: list[int] = []
     fences = [i for i, line in enumerate(lines) if _FENCE_RE.match(line)]
     before = "\n".join(lines[: fences[0]]) if fences else ""
