@@ -579,6 +579,106 @@ def test_a_class_that_cannot_be_constructed_implements_nothing(tmp_path: Path) -
     assert judge_one(tmp_path, "D2", claim).verdict != "placeholder"
 
 
+_ENCODINGS = '''import math
+
+import torch
+
+
+def spatial_sinusoidal_encoding(height, width, dim):
+    """Spatial position encoding: sinusoids of the row and column, interpolated to any size."""
+    ys = torch.arange(height)[:, None] / height
+    xs = torch.arange(width)[None, :] / width
+    freqs = torch.exp(torch.arange(0, dim, 2) * (-math.log(10000.0) / dim))
+    return torch.cat([torch.sin(ys[..., None] * freqs), torch.cos(xs[..., None] * freqs)], -1)
+
+
+def temporal_rotary_encoding(frames, dim):
+    """Temporal position encoding: rotary embeddings of the frame index."""
+{body}
+
+
+def encode(video):
+    b, t, h, w, d = video.shape
+    return video + spatial_sinusoidal_encoding(h, w, d) + temporal_rotary_encoding(t, d)
+
+
+if __name__ == "__main__":
+    encode(torch.zeros(1, 4, 8, 8, 16))
+'''
+
+
+def test_a_stub_nearly_as_much_about_the_claim_as_the_best_function_costs_a_level(
+    tmp_path: Path,
+) -> None:
+    """A claim of two parts (a spatial and a temporal encoding) whose second part is a stub: the
+    stub describes the claim nearly as well as the written function that describes it best, so the
+    claim loses a level and the judge names the stub. A claim naming the written function is
+    about that function: the other's stub costs it nothing."""
+    real = (
+        "    pos = torch.arange(frames)[:, None]\n"
+        "    theta = pos * torch.exp(torch.arange(0, dim, 2) * (-math.log(10000.0) / dim))\n"
+        "    return torch.stack([torch.cos(theta), torch.sin(theta)], -1).flatten(-2)"
+    )
+    stub = "    # TODO: implement\n    raise NotImplementedError"
+    claim = (
+        "Position encoding for the pyramid: sinusoidal spatial position encoding interpolated to "
+        "each resolution, and rotary temporal position encoding of the frames."
+    )
+    named = f"`spatial_sinusoidal_encoding`: {claim}"
+    write(tmp_path, {"encoding.py": _ENCODINGS.format(body=real)})
+    written, named_written = judge_one(tmp_path, "D2", claim), judge_one(tmp_path, "D2", named)
+    write(tmp_path, {"encoding.py": _ENCODINGS.format(body=stub)})
+    j = judge_one(tmp_path, "D2", claim)
+    assert j.score == written.score - 0.25, (written.reasoning, j.reasoning)
+    assert "`temporal_rotary_encoding` (encoding.py:14)" in j.reasoning
+    assert judge_one(tmp_path, "D2", named).score == named_written.score
+
+
+_OPTIMIZER = '''import yaml
+
+
+def build_optimizer(params, cfg):
+    """The optimizer of the policy, with the decoupled weight decay."""
+{body}
+
+
+def main():
+    cfg = yaml.safe_load(open("config.yaml"))["optimizer"]
+{log}    return build_optimizer([], cfg)
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_values_nothing_reads_beside_a_stub_about_the_claim_cost_a_level(tmp_path: Path) -> None:
+    """A value claim whose settings stand in a config that nothing reads, beside a stub about the
+    claim (the optimizer's builder): the code that would use the values is not written, and the
+    claim loses a level. Where running code reads the settings, the stub (which describes the
+    claim less than a value claim's own stub must) costs nothing."""
+    real = (
+        "    import torch\n\n"
+        '    return torch.optim.AdamW(params, lr=cfg["lr"], betas=tuple(cfg["betas"]))'
+    )
+    stub = "    # TODO: implement\n    raise NotImplementedError"
+    read = '    cfg = {"lr": cfg["lr"], "warmup_steps": cfg["warmup_steps"]}\n'
+    config = {
+        "config.yaml": "optimizer:\n  lr: 0.0003\n  betas: [0.9, 0.95]\n  warmup_steps: 1000\n"
+    }
+    claim = "Policy optimizer settings: AdamW with learning rate 3e-4, 1000 warmup steps."
+    write(tmp_path, {**config, "train.py": _OPTIMIZER.format(body=real, log="")})
+    written = judge_one(tmp_path, "D1", claim)
+    assert written.verdict == "aligned", written.reasoning
+    write(tmp_path, {"train.py": _OPTIMIZER.format(body=stub, log="")})
+    j = judge_one(tmp_path, "D1", claim)
+    assert (j.verdict, j.score) == ("partial", 0.75), j.reasoning
+    assert "`build_optimizer` (train.py:4)" in j.reasoning
+    write(tmp_path, {"train.py": _OPTIMIZER.format(body=stub, log=read)})
+    j = judge_one(tmp_path, "D1", claim)
+    assert j.verdict == "aligned", j.reasoning
+
+
 # --- D3: protocol -------------------------------------------------------------------------
 
 

@@ -82,6 +82,7 @@ def judge_numbers(
     sections = {(m[0].file, m[0].context) for m in matches if m[0] is not None}
 
     def found(num: NumberMention, fact: Fact) -> None:
+        judge.value_facts.append(fact)
         supports.append(1.0)
         found_values.append(num.value)
         evidence.append(judge.loc(judge.ctx.fid_of[fact.file], fact.line))

@@ -40,6 +40,11 @@ RULES: dict[str, float] = {
     # ... when that stub's name and docstring hold this share of the claim's terms (a value claim
     # often names several things: a stub of one of them leaves the values used by the others)
     "value_stub_share": 0.4,
+    # a stub whose name and docstring hold this share of the claim's terms (value claims:
+    # ``value_stub_share``), and this ratio of the best function's share, costs a level when no
+    # stub is the claim's code: a part of the claim not written
+    "near_stub_share": 0.25,
+    "near_stub_ratio": 0.5,
 }
 
 #: Support -> SA-Bench level: below BANDS[d][0] -> missing (0), then .25, .5, .75, and at or above

@@ -8,7 +8,7 @@ import re
 from functools import cached_property
 from typing import Any
 
-from sabench.index import DOCS, TESTS, Function, squash
+from sabench.index import DOCS, TESTS, Fact, Function, squash
 from sabench.judges.fabrication import Finding, literal_writes
 from sabench.judges.static.claims import Claim, entity_keys
 from sabench.judges.static.evidence import SubmissionContext, Window
@@ -46,6 +46,8 @@ class ClaimJudge:
         self.value_stub: tuple[str, list[tuple[int, int, int]]] | None = None
         #: the best window is a stub, a real one nearly as good (_stub_window): a level less
         self.stub_best: tuple[str, list[tuple[int, int, int]]] | None = None
+        #: for a value claim, the settings that hold its values with their names
+        self.value_facts: list[Fact] = []
 
     @cached_property
     def literal_writes(self) -> list[Finding]:
@@ -87,7 +89,11 @@ class ClaimJudge:
 
     def _judge(self, claim: Claim) -> Outcome:
         self.value_stub = self.stub_best = None
+        self.value_facts = []
         o = self._by_rules(claim)
+        if self.value_facts and all(map(self._unread, self.value_facts)):
+            # values set where nothing reads them: a stub about the claim is where they would go
+            self._near_stub(claim, RULES["near_stub_share"])
         found = self.value_stub or self.stub_best
         if found is not None and o.verdict in ("aligned", "partial"):
             # the values are set, or a window nearly as good is real, but the code that computes
@@ -277,12 +283,52 @@ class ClaimJudge:
             # a value's stub is judge_numbers' to find; a stub that computes the claim costs the
             # values found elsewhere a level (_judge)
             self.value_stub = self._claim_stub(claim, wins, RULES["value_stub_share"])
-            return self._stub_window(claim, wins)
+            out = self._stub_window(claim, wins)
+            if out is None and self.value_stub is None:
+                self._near_stub(claim, RULES["value_stub_share"])
+            return out
         found = self._claim_stub(claim, wins)
         if found is not None:
             why, evidence = found
             return Outcome("placeholder", 0.0, "placeholder", why, evidence)
-        return self._stub_window(claim, wins)
+        out = self._stub_window(claim, wins)
+        if out is None:
+            self._near_stub(claim, RULES["near_stub_share"])
+        return out
+
+    def _unread(self, fact: Fact) -> bool:
+        """Whether no running code reads the setting (a config key by its name)."""
+        if fact.kind == "config":
+            return fact.setting not in self.index.reads
+        fid = self.ctx.fid_of.get(fact.file)
+        return (fid, fact.line) in self.index.unread
+
+    def _near_stub(self, claim: Claim, floor: float) -> None:
+        """When no stub is the claim's code, a stub that describes the claim nearly as well as the
+        function describing it best (``near_stub_ratio`` of its share, and at least ``floor``)
+        costs it a level (``stub_best``): a claim of several parts, one of them not written (a
+        spatial and a temporal encoding, the temporal one a stub). Not when the function the claim
+        names is written: the stub is then another part of the method."""
+        if self.stub_best is not None:
+            return
+        for name in [*claim.names, *claim.entities]:
+            fns = self.ctx.functions_for(name)
+            if any(not f.stub and _names_function(name, f.name) for f in fns):
+                return
+        scored = sorted(
+            ((self._share(terms, claim), fn) for fn, terms in self.ctx.described),
+            key=lambda x: -x[0],
+        )
+        if not scored:
+            return
+        need = max(floor, scored[0][0] * RULES["near_stub_ratio"])
+        fn = next((fn for share, fn in scored if share >= need and fn.stub), None)
+        if fn is not None:
+            self.stub_best = (
+                f"`{fn.qualname}` ({fn.file}:{fn.start}), whose name and docstring describe the "
+                "claim nearly as well as the best function's, is a stub.",
+                [self.loc(self.ctx.fid_of[fn.file], fn.start, fn.end)],
+            )
 
     def _claim_stub(
         self, claim: Claim, wins: list[Window], share: float | None = None
