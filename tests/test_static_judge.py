@@ -343,6 +343,39 @@ def test_prose_equation_computed_with_an_inverse_operator_loses_a_level(tmp_path
         assert (wrong.score or 0.0) < right_score
 
 
+_COSINE = '''import math
+
+
+def cosine_lr(step, total_steps, peak_lr, min_lr):
+    """Cosine learning-rate schedule from the peak LR down to the minimum LR."""
+    progress = step / total_steps
+    cosine = 0.5 {op} (1.0 + math.cos(math.pi * progress))
+    return min_lr + (peak_lr - min_lr) * cosine
+
+
+if __name__ == "__main__":
+    print(cosine_lr(10, 100, 4e-4, 4e-5))
+'''
+
+
+def test_a_factor_moved_across_the_fraction_loses_a_level(tmp_path: Path) -> None:
+    """A product of the claim's equation whose code groups its factors otherwise (``0.5 * (1 +
+    cos(...))`` before the LR range) is compared as factors over and under the fraction: the code
+    dividing by the cosine term the equation multiplies by is a level lower; the code as stated
+    keeps its score."""
+    claim = (
+        "Cosine LR schedule: LR(step) = min_LR + 0.5 * (peak_LR - min_LR) * "
+        "(1 + cos(pi * step / total_steps))."
+    )
+    write(tmp_path, {"schedule.py": _COSINE.format(op="*")})
+    stated = judge_one(tmp_path, "D2", claim)
+    write(tmp_path, {"schedule.py": _COSINE.format(op="/")})
+    j = judge_one(tmp_path, "D2", claim)
+    assert j.score == stated.score - 0.25, (stated.reasoning, j.reasoning)
+    assert "`cosine_lr` (schedule.py:4) divides" in j.reasoning
+    assert "divides" not in stated.reasoning
+
+
 def test_prose_equations_split_at_equals_signs_outside_brackets() -> None:
     """``sum_{i=1}^{N}`` and keyword arguments are inside an equation's right-hand side, not the
     start of another equation."""

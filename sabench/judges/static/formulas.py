@@ -343,6 +343,19 @@ def _computed_otherwise(
     )
 
 
+def window_functions(judge: ClaimJudge, wins: list[Window]) -> list[Function]:
+    """The real functions holding the claim's best windows (those scoring
+    ``equation_window_share`` of the best, at most ``equation_windows``), each once."""
+    out: list[Function] = []
+    for w in wins[: int(RULES["equation_windows"])]:
+        if w.score < wins[0].score * RULES["equation_window_share"]:
+            break
+        fn = judge.ctx.function_at(w.fid, w.start)
+        if fn is not None and not fn.stub and fn not in out:
+            out.append(fn)
+    return out
+
+
 def inverted_operation(
     judge: ClaimJudge, claim: Claim, wins: list[Window]
 ) -> tuple[str, tuple[int, int, int]] | None:
@@ -361,16 +374,9 @@ def inverted_operation(
     stated = [op for tree in trees for op in operations(tree)]
     if not stated:
         return None
-    seen: set[tuple[str, int]] = set()
-    code: list[tuple[Operation, Function]] = []
-    for w in wins[: int(RULES["equation_windows"])]:
-        if w.score < wins[0].score * RULES["equation_window_share"]:
-            break
-        fn = judge.ctx.function_at(w.fid, w.start)
-        if fn is None or fn.stub or (fn.file, fn.start) in seen:
-            continue
-        seen.add((fn.file, fn.start))
-        code += [(op, fn) for op in function_operations(judge, fn)]
+    code = [
+        (op, fn) for fn in window_functions(judge, wins) for op in function_operations(judge, fn)
+    ]
     for want in stated:
         scored = [(_overlap(c, want), i) for i, (c, _) in enumerate(code)]
         best = max(scored, default=(0, -1))
@@ -386,6 +392,112 @@ def inverted_operation(
                 f"the claim's formula computes with `{_OP_SYMBOL[want[0]]}`.",
                 judge.loc(fid, fn.start, fn.end),
             )
+    return None
+
+
+#: a product's factors: (what it is, on which side of the fraction): keys of its names, or the
+#: constant's value
+Factor = tuple[frozenset[str] | float, bool]
+
+
+def _factors(node: ast.expr, over: bool = False) -> list[tuple[ast.expr, bool]]:
+    """The factors of a chain of ``*`` and ``/`` with their side (True: divides), ``a / (b * c)``
+    as a over b and c; a sign is no factor."""
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(node.left, over) + _factors(node.right, over)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return _factors(node.left, over) + _factors(node.right, not over)
+    return [(node, over)]
+
+
+def _chains(tree: ast.AST) -> list[list[Factor]]:
+    """Every maximal chain of ``*`` and ``/`` in an expression or code, as factors (constants by
+    value, other factors by their names' keys; factors with neither left out)."""
+    out = []
+    inner: set[int] = set()
+    for n in ast.walk(tree):
+        if id(n) in inner or not (
+            isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult | ast.Div)
+        ):
+            continue
+        for sub in ast.walk(n):
+            inner.add(id(sub))
+        chain: list[Factor] = []
+        for f, over in _factors(n):
+            if isinstance(f, ast.Constant) and isinstance(f.value, int | float):
+                chain.append((float(f.value), over))
+            elif keys := _operand_keys(f):
+                chain.append((keys, over))
+            # a factor's own products are chains of their own
+            for sub in ast.walk(f):
+                inner.discard(id(sub))
+        if len(chain) >= 2:
+            out.append(chain)
+    return out
+
+
+def _same_factor(a: frozenset[str] | float, b: frozenset[str] | float) -> bool:
+    """The same constant, or operands sharing two name keys (or their only one)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return a == b
+    return len(a & b) >= 2 or (a == b and bool(a))
+
+
+def _chain_match(code: list[Factor], stated: list[Factor]) -> tuple[int, int]:
+    """(factors on the stated side, factors on the other side) of the code chain's factors that
+    match the stated chain's (each matched once)."""
+    same = other = 0
+    used: set[int] = set()
+    for f, over in stated:
+        for i, (g, g_over) in enumerate(code):
+            if i not in used and _same_factor(f, g):
+                used.add(i)
+                if over == g_over:
+                    same += 1
+                else:
+                    other += 1
+                break
+    return same, other
+
+
+def inverted_factor(
+    judge: ClaimJudge, claim: Claim, wins: list[Window]
+) -> tuple[str, tuple[int, int, int]] | None:
+    """Where a product of the claim's equation is computed with a factor moved across the
+    fraction (``0.5 * (1 + cos(...))`` computed as ``0.5 / (1 + cos(...))``): a code chain of
+    ``*`` and ``/`` in the functions of the claim's best windows sharing at least two factors with
+    a stated one, some on the other side, while no chain sharing as many has them all on theirs.
+    Chains are compared whole, so a product the code groups otherwise than the equation
+    (``0.5 * (peak - min) * (1 + cos(...))`` computed as ``0.5 * (1 + cos(...))`` times the
+    range) still meets its factors, which :func:`inverted_operation`'s operations do not."""
+    trees = [t for t in map(equation_tree, claim.equations) if t is not None]
+    stated = [c for tree in trees for c in _chains(tree)]
+    if not stated:
+        return None
+    code = [
+        (c, fn)
+        for fn in window_functions(judge, wins)
+        if (tree := function_tree(judge, fn)) is not None
+        for c in _chains(tree)
+    ]
+    for want in stated:
+        scored = [(_chain_match(c, want), fn) for c, fn in code]
+        scored = [(s, o, fn) for (s, o), fn in scored if s + o >= 2]
+        if not scored:
+            continue
+        best = max(s + o for s, o, _ in scored)
+        top = [(s, o, fn) for s, o, fn in scored if s + o == best]
+        if any(o == 0 for _, o, _ in top):
+            continue
+        _, _, fn = top[0]
+        fid = judge.ctx.fid_of[fn.file]
+        return (
+            f"`{fn.qualname}` ({fn.file}:{fn.start}) divides by what the claim's formula "
+            "multiplies by, or the reverse.",
+            judge.loc(fid, fn.start, fn.end),
+        )
     return None
 
 

@@ -12,7 +12,7 @@ from sabench.index import DOCS, TESTS, Fact, Function, squash
 from sabench.judges.fabrication import Finding, literal_writes
 from sabench.judges.static.claims import Claim, entity_keys
 from sabench.judges.static.evidence import SubmissionContext, Window
-from sabench.judges.static.formulas import inverted_operation, judge_formulas
+from sabench.judges.static.formulas import inverted_factor, inverted_operation, judge_formulas
 from sabench.judges.static.numbers import judge_numbers
 from sabench.judges.static.order import judge_order
 from sabench.judges.static.outcome import Outcome
@@ -105,7 +105,9 @@ class ClaimJudge:
             if o.verdict == "drifted":  # nothing left: the failure is the stub's
                 o = Outcome("placeholder", 0.0, "placeholder", o.reasoning, o.evidence)
         if claim.equations and o.verdict in ("aligned", "partial"):
-            inverted = inverted_operation(self, claim, self.wins)
+            inverted = inverted_operation(self, claim, self.wins) or inverted_factor(
+                self, claim, self.wins
+            )
             if inverted is not None:
                 why, loc = inverted
                 o = self.demote(o, 1)
