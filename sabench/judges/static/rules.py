@@ -326,9 +326,10 @@ class ClaimJudge:
         need = max(floor, scored[0][0] * RULES["near_stub_ratio"])
         fn = next((fn for share, fn in scored if share >= need and fn.stub), None)
         if fn is not None:
+            how = "best" if fn is scored[0][1] else "nearly as well as the best function's"
             self.stub_best = (
                 f"`{fn.qualname}` ({fn.file}:{fn.start}), whose name and docstring describe the "
-                "claim nearly as well as the best function's, is a stub.",
+                f"claim {how}, is a stub.",
                 [self.loc(self.ctx.fid_of[fn.file], fn.start, fn.end)],
             )
 
