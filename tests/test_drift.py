@@ -361,6 +361,59 @@ def test_normalisation_mutant_passes_the_input_on(toy: Path) -> None:
     assert make_mutants(toy, [other], types=["normalisation"]) == []
 
 
+NORM_CODE = """import torch.nn.functional as F
+from torch import nn
+
+
+def unit(x):
+    return x / x.norm(dim=-1, keepdim=True)
+
+
+class Block(nn.Module):
+    def forward(self, h):
+        h = self.rms_norm(h)
+        h = self.mlp(h)
+        return F.layer_norm(h, h.shape[-1:])
+"""
+
+
+@pytest.mark.parametrize(
+    ("dimension", "claim", "dropped"),
+    [
+        ("D2", "Each block's output is normalised: h = LayerNorm(MLP(h)).", "F.layer_norm"),
+        # the kind of norm the claim names: its RMSNorm, not the layer norm after it
+        ("D2", "The block applies RMSNorm before its MLP.", "self.rms_norm"),
+        ("D4", "Normalise, then run the MLP.", "self.rms_norm"),
+        # a value claim (its drift is a value), a norm defined (its drift is in unit()'s own
+        # code), a norm computed (not applied), a kind of norm the code never calls
+        ("D1", "LayerNorm epsilon 1e-5 on normalised outputs.", None),
+        ("D2", "Unit normalisation (Norm): Norm(x) = x / ||x||_2", None),
+        ("D2", "RMSNorm: x / RMS(x) * gamma, RMS(x) = sqrt(mean(x^2) + eps)", None),
+        ("D2", "Gradient clipping: compute the L2 norm of all gradients, clip at 1.0.", None),
+        ("D2", "BatchNorm after every convolution.", None),
+    ],
+)
+def test_normalisation_mutant_drops_only_the_norm_the_claim_states(
+    tmp_path: Path, dimension: str, claim: str, dropped: str | None
+) -> None:
+    """A normalisation mutant drops a norm the claim says is applied, of the kind it names; a
+    claim about a value, about the norm's own definition or about computing a norm gets none
+    (a drift it does not describe would count against the judge)."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "model.py").write_text(NORM_CODE)
+    sau_ = {"sau_id": f"p-{dimension}-001", "dimension": dimension, "claim": claim}
+    mutants = make_mutants(sub, [sau_], types=["normalisation"])
+    if dropped is None:
+        assert mutants == []
+        return
+    (m,) = mutants
+    assert f"`{dropped}(...)` dropped" in m.description
+    text = m.files["model.py"]
+    assert f"{dropped}(" not in text and "x / x.norm(dim=-1, keepdim=True)" in text
+    ast.parse(text)
+
+
 # --------------------------------------------------------------------------------------------
 # Split, swap with cited lines, operator only where the claim states the operation
 # --------------------------------------------------------------------------------------------

@@ -17,15 +17,31 @@ from sabench.drift.mutants import (
     parses,
 )
 
-#: a claim about normalising (not about computing a norm, as ``max norm`` clipping is)
+#: a claim about normalising (not about computing a norm, as ``max norm`` clipping or "the L2
+#: norm of the gradients" is)
 CLAIM_RE = re.compile(
-    r"normali[sz]|standardi[sz]|z-score|\b(?:layer|rms|batch|group|instance|qk|l2)[ -]?norm",
+    r"normali[sz]|standardi[sz]|z-score|\b(?:layer|rms|batch|group|instance|qk)[ -]?norm"
+    r"|\bunit[ -](?:l2[ -])?norm",
     re.I,
+)
+#: a claim that defines the normalisation itself (``Norm(x) = x / ||x||_2``, "RMSNorm: x /
+#: RMS(x) * gamma"): dropping one of its uses elsewhere leaves what it states intact
+_DEFINES_RE = re.compile(
+    r"(?:^|:)\s*\w*norm\w*\s*\(\s*\w+\s*\)\s*=(?!=)|^\s*\w*norm\w*\s*(?:\([^()]*\))?\s*:", re.I
 )
 #: callee names that normalise their input, squashed (lowercase, no underscores)
 _CALLEE_RE = re.compile(
     r"normali[sz]|standardi[sz]|zscore|(?:layer|rms|batch|group|instance|qk|l2)norm"
 )
+#: the kinds of norm a claim or a callee names: a claim about one kind is not drifted by
+#: dropping another (a layer norm for a claim about RMSNorm)
+_KINDS = {
+    "layer": re.compile(r"layer[ _-]?norm|\bln(?:_|\d|\b)", re.I),
+    "rms": re.compile(r"rms[ _-]?norm", re.I),
+    "batch": re.compile(r"batch[ _-]?norm|\bbn(?:_|\d|\b)", re.I),
+    "group": re.compile(r"group[ _-]?norm", re.I),
+    "instance": re.compile(r"instance[ _-]?norm", re.I),
+}
 #: a module attribute of the model that is a norm layer: ``self.norm1``, ``self.ln_f``
 _LAYER_RE = re.compile(r"^(?:\w*norm\w*|ln(?:_?\w+|\d*))$", re.I)
 #: arguments that need no parentheses where the call stood
@@ -81,30 +97,54 @@ def _replacement(pf: PyFile, call: ast.Call) -> str:
     return text if isinstance(arg, _ATOMS) else f"({text})"
 
 
-def _calls(pf: PyFile, imported: set[str], lines: set[int] | None) -> list[ast.Call]:
-    return [
-        n
-        for n in ast.walk(pf.tree)
-        if isinstance(n, ast.Call)
-        and normalising_call(n, imported)
-        and (lines is None or n.lineno in lines)
-    ]
+def _kinds(text: str) -> set[str]:
+    return {kind for kind, pattern in _KINDS.items() if pattern.search(text)}
+
+
+def about_normalising(claim: Any) -> bool:
+    """Whether a claim says that something is normalised: the method's data or tensors, in its
+    formulas, protocol or pipeline. Not a value claim (its drift is a value), nor one that defines
+    the norm (its drift is in the norm's own code, not in one of its uses)."""
+    return (
+        claim.dimension != "D1"
+        and bool(CLAIM_RE.search(claim.text))
+        and not _DEFINES_RE.search(claim.text)
+    )
+
+
+def _calls(
+    pf: PyFile, imported: set[str], lines: set[int] | None, kinds: set[str]
+) -> list[ast.Call]:
+    """The normalising calls (within ``lines`` when given), less those of a kind of norm the
+    claim does not name when it names one."""
+    out = []
+    for n in ast.walk(pf.tree):
+        if not (isinstance(n, ast.Call) and normalising_call(n, imported)):
+            continue
+        if lines is not None and n.lineno not in lines:
+            continue
+        own = _kinds(ast.unparse(n.func))
+        if kinds and own and not own & kinds:
+            continue
+        out.append(n)
+    return out
 
 
 def normalisation_mutant(
     sub: Submission, sau: dict[str, Any], claim: Any, cited: Sequence[tuple[str, int, int]] = ()
 ) -> Mutant | None:
-    """The first file's normalising calls of one callee removed, for a claim about normalising:
-    within the lines another judge cited (and their functions) when it cited any, else anywhere
-    in the code."""
-    if not CLAIM_RE.search(claim.text):
+    """The first file's normalising calls of one callee removed, for a claim about normalising
+    (:func:`about_normalising`): within the lines another judge cited (and their functions) when it
+    cited any, else anywhere in the code; of the kind of norm the claim names, when it names one."""
+    if not about_normalising(claim):
         return None
+    kinds = _kinds(claim.text)
     for path in sub.code_files:
         pf = sub.py[path]
         lines = cited_lines(cited, path, pf) if cited else None
         if lines is not None and not lines:
             continue
-        calls = _calls(pf, _imported(pf.tree), lines)
+        calls = _calls(pf, _imported(pf.tree), lines, kinds)
         if not calls:
             continue
         first = ast.unparse(calls[0].func)
