@@ -1,4 +1,4 @@
-"""Any dimension, a normalisation step dropped: the calls that normalise the claim's data
+"""D2-D4, a normalisation step dropped: the calls that normalise the claim's data
 (``standardise(X)``, ``F.normalize(h)``, ``self.norm(h)``) replaced by their inputs."""
 
 from __future__ import annotations
