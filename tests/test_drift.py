@@ -384,6 +384,8 @@ class Block(nn.Module):
         # the kind of norm the claim names: its RMSNorm, not the layer norm after it
         ("D2", "The block applies RMSNorm before its MLP.", "self.rms_norm"),
         ("D4", "Normalise, then run the MLP.", "self.rms_norm"),
+        # "ln" in prose is a logarithm, not a layer norm's abbreviation
+        ("D4", "Inputs are normalised, then ln(x) is taken.", "self.rms_norm"),
         # a value claim (its drift is a value), a norm defined (its drift is in unit()'s own
         # code), a norm computed (not applied), a kind of norm the code never calls
         ("D1", "LayerNorm epsilon 1e-5 on normalised outputs.", None),

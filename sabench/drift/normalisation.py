@@ -36,11 +36,13 @@ _CALLEE_RE = re.compile(
 #: the kinds of norm a claim or a callee names: a claim about one kind is not drifted by
 #: dropping another (a layer norm for a claim about RMSNorm)
 _KINDS = {
-    "layer": re.compile(r"layer[ _-]?norm|\bln(?:_|\d|\b)", re.I),
-    "rms": re.compile(r"rms[ _-]?norm", re.I),
-    "batch": re.compile(r"batch[ _-]?norm|\bbn(?:_|\d|\b)", re.I),
-    "group": re.compile(r"group[ _-]?norm", re.I),
-    "instance": re.compile(r"instance[ _-]?norm", re.I),
+    kind: re.compile(kind + r"[ _-]?norm", re.I)
+    for kind in ("layer", "rms", "batch", "group", "instance")
+}
+#: abbreviations only code uses for a kind (``self.ln_f``, ``self.bn1``); in prose "ln" is a log
+_CODE_KINDS = {
+    "layer": re.compile(r"\bln(?:_|\d|\b)", re.I),
+    "batch": re.compile(r"\bbn(?:_|\d|\b)", re.I),
 }
 #: a module attribute of the model that is a norm layer: ``self.norm1``, ``self.ln_f``
 _LAYER_RE = re.compile(r"^(?:\w*norm\w*|ln(?:_?\w+|\d*))$", re.I)
@@ -97,8 +99,9 @@ def _replacement(pf: PyFile, call: ast.Call) -> str:
     return text if isinstance(arg, _ATOMS) else f"({text})"
 
 
-def _kinds(text: str) -> set[str]:
-    return {kind for kind, pattern in _KINDS.items() if pattern.search(text)}
+def _kinds(text: str, code: bool = False) -> set[str]:
+    patterns = [*_KINDS.items(), *(_CODE_KINDS.items() if code else ())]
+    return {kind for kind, pattern in patterns if pattern.search(text)}
 
 
 def about_normalising(claim: Any) -> bool:
@@ -123,7 +126,7 @@ def _calls(
             continue
         if lines is not None and n.lineno not in lines:
             continue
-        own = _kinds(ast.unparse(n.func))
+        own = _kinds(ast.unparse(n.func), code=True)
         if kinds and own and not own & kinds:
             continue
         out.append(n)
