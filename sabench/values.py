@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 def words(text: str) -> frozenset[str]:
@@ -157,6 +157,20 @@ def _words_after(text: str, end: int, limit: int = 3) -> tuple[tuple[str, ...], 
         words.append(w)
         pos = m.end()
     return tuple(words), pos
+
+
+def named_by_its_subject(text: str, num: NumberMention, limit: int = 12) -> NumberMention:
+    """The number with the words of ``text`` before it as its name, when it is the text's one
+    value and stands after ``=`` or ``:``: in "Number of calibration samples per trial in the
+    synthetic experiment = 200" every word before the 200 names it (``n_calibration``), not
+    only those after the last "per" or "in" (``_words_before``)."""
+    if not re.search(r"[=:]\s*$", text[: num.start]):
+        return num
+    lead = [w.strip("-'’") for w in _WORD_RE.findall(text[: num.start])]
+    lead = [w for w in lead if w and w.lower() not in _PREFIX_STOP | _BREAKERS]
+    if len(lead) <= len(num.context_words):
+        return num
+    return replace(num, context_words=tuple(lead[-limit:]))
 
 
 def extract_numbers(text: str) -> list[NumberMention]:

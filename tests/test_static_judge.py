@@ -178,6 +178,26 @@ def test_a_setting_named_a_few_words_from_the_value_decides(tmp_path: Path, case
     assert wrong.score < right.score
 
 
+def test_a_claims_one_value_is_named_by_the_whole_claim(tmp_path: Path) -> None:
+    """A claim "Number of calibration samples per trial in the synthetic experiment = 200": the
+    setting named by the claim's first words (``N_CALIBRATION``) holds its value, so changing it is
+    seen, though 200 still stands elsewhere as a bare literal."""
+    claim = "Number of calibration samples per trial in the synthetic experiment = 200"
+    config = "N_CALIBRATION = {v}\nN_TRIALS = 10000\n"
+    experiment = (
+        "from config import N_CALIBRATION, N_TRIALS\n\n\ndef run_synthetic_experiment(rng):\n"
+        '    """Each trial draws calibration samples and a grid of 200 thresholds."""\n'
+        "    grid = rng.uniform(size=200)\n"
+        "    return [rng.normal(size=N_CALIBRATION) for _ in range(N_TRIALS)], grid\n"
+    )
+    write(tmp_path, {"config.py": config.format(v=200), "experiment.py": experiment})
+    right = judge_one(tmp_path, "D1", claim)
+    assert right.verdict == "aligned" and "1/1 values" in right.reasoning, right.reasoning
+    write(tmp_path, {"config.py": config.format(v=400)})
+    wrong = judge_one(tmp_path, "D1", claim)
+    assert (wrong.score or 0.0) < 1.0, wrong.reasoning
+
+
 def test_a_setting_in_the_section_that_sets_the_claims_other_values_decides(
     tmp_path: Path,
 ) -> None:

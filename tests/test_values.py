@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from sabench.values import NumberMention, extract_numbers, parse_number, values_match
+from sabench.values import (
+    NumberMention,
+    extract_numbers,
+    named_by_its_subject,
+    parse_number,
+    values_match,
+)
 
 
 def values(text: str) -> list[float]:
@@ -133,6 +139,34 @@ def test_units_and_lists_take_the_right_name() -> None:
 def test_a_breaker_word_ends_the_name() -> None:
     (lo, _) = extract_numbers("masks sampled from [0.7, 1.0]")
     assert lo.context_words == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        # "<what is set> = <value>": every word before the value names it, past "per" and "in"
+        (
+            "Number of calibration samples per trial in the synthetic experiment = 200",
+            ("Number", "calibration", "samples", "trial", "synthetic", "experiment"),
+        ),
+        (
+            "Confidence level for Clopper-Pearson intervals: 0.95",
+            ("Confidence", "level", "Clopper-Pearson", "intervals"),
+        ),
+        # not after "=" or ":": the words back to a breaker, as for any value
+        ("the variance is 1/d_k instead of 1", None),
+    ],
+)
+def test_a_lone_value_after_an_equals_sign_is_named_by_the_whole_claim(
+    text: str, name: tuple[str, ...] | None
+) -> None:
+    num = extract_numbers(text)[-1]
+    named = named_by_its_subject(text, num)
+    if name is None:
+        assert named == num
+    else:
+        assert num.context_words != name
+        assert named.context_words == name
 
 
 def test_values_match_mentions_and_tolerance() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sabench.index import squash, text_terms
 from sabench.judges.static.params import GENERIC, RULES
-from sabench.values import NumberMention, extract_numbers, words
+from sabench.values import NumberMention, extract_numbers, named_by_its_subject, words
 
 _ENTITY_STOP = words(
     "The A An In On For With We Our This That These Those It Its To Of And Or By As At From "
@@ -318,6 +318,8 @@ def analyze_claim(sau: dict[str, Any], claim_df: Counter[str], n_claims: int) ->
     c.expected = _expected(sau.get("expected"))
     ntext = _number_text(text)
     c.numbers = [n for n in extract_numbers(ntext) if _is_value(ntext, n)]
+    if len(c.numbers) == 1:  # "<what is set> = <value>": the claim is its value's name
+        c.numbers = [named_by_its_subject(ntext, c.numbers[0])]
     weights: dict[str, float] = {}
 
     def add(terms: list[str] | tuple[str, ...], w: float) -> None:
