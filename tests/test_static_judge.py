@@ -198,6 +198,42 @@ def test_a_claims_one_value_is_named_by_the_whole_claim(tmp_path: Path) -> None:
     assert (wrong.score or 0.0) < 1.0, wrong.reasoning
 
 
+def test_a_more_specific_name_decides_over_a_default(tmp_path: Path) -> None:
+    """``EMA_MOMENTUM`` set otherwise contradicts "ema_momentum=0.9999", though the EMA class's
+    ``momentum=0.9999`` default, named by the claim's words too, still holds the value; a more
+    specific setting holding another of the claim's values is that value's ("warmup_steps=2000"
+    for GPT beside nGPT's "warmup_steps=0")."""
+    claim = "Exponential moving average: ema_momentum=0.9999, applied after every step."
+    ema = (
+        "class EMA:\n    def __init__(self, params, momentum=0.9999):\n"
+        "        self.momentum = momentum\n        self.shadow = [p.clone() for p in params]\n"
+    )
+    train = (
+        "from config import EMA_MOMENTUM\nfrom ema import EMA\n\n\ndef train(model):\n"
+        "    ema = EMA(model.parameters(), momentum=EMA_MOMENTUM)\n    return ema\n"
+    )
+    write(tmp_path, {"ema.py": ema, "train.py": train, "config.py": "EMA_MOMENTUM = 0.9999\n"})
+    right = judge_one(tmp_path, "D1", claim)
+    assert "0.9999 is" not in right.reasoning, right.reasoning
+    write(tmp_path, {"config.py": "EMA_MOMENTUM = 0.09999\n"})
+    wrong = judge_one(tmp_path, "D1", claim)
+    assert "the paper's 0.9999 is 0.09999 (`EMA_MOMENTUM`" in wrong.reasoning, wrong.reasoning
+    assert (wrong.score or 0.0) < right.score
+
+    two = "Warmup: GPT uses warmup_steps=2000; nGPT uses warmup_steps=0 with a cosine schedule."
+    schedule = (
+        "import argparse\n\n\ndef lr_at(step, lr, warmup=0):\n"
+        "    return lr * min(1.0, step / max(warmup, 1))\n\n\ndef main():\n"
+        "    p = argparse.ArgumentParser()\n"
+        "    p.add_argument('--warmup_steps', type=int, default=2000)\n"
+        "    args = p.parse_args()\n    return lr_at(0, 1.0, warmup=args.warmup_steps)\n\n\n"
+        "if __name__ == '__main__':\n    main()\n"
+    )
+    write(tmp_path / "two", {"schedule.py": schedule})
+    both = judge_one(tmp_path / "two", "D1", two)
+    assert "Mismatch" not in both.reasoning and both.verdict != "drifted", both.reasoning
+
+
 def test_a_setting_in_the_section_that_sets_the_claims_other_values_decides(
     tmp_path: Path,
 ) -> None:

@@ -121,8 +121,11 @@ def judge_numbers(
                 f = scoped[0]
                 contradicted(num, f, f"{f.numbers[k]:g}", f"element {k + 1} of `{f.name}`")
                 continue
-        # the setting named exactly like the number decides over one that shares a word with it
-        named = _named_conflict(judge, num, claim, windows, sections) if match_sim < 1 else None
+        # the setting named exactly like the number decides over one that shares a word with it,
+        # and a more specific name over one the claim's words cover
+        named = _named_conflict(
+            judge, num, claim, windows, sections, best_fact if match_sim >= 1 else None
+        )
         if best_fact is not None and named is None:
             found(num, best_fact)
             continue
@@ -221,6 +224,14 @@ def _best_setting(
     return best_fact, match_sim, stubbed
 
 
+def _refines(terms: list[str], fact: Fact) -> bool:
+    """Whether a name of ``terms`` is ``fact``'s name made more specific (``ema_momentum`` of
+    ``momentum``): it holds every word of it, and more."""
+    base = {t for t in fact.terms if len(t) > 1 and not t.isdigit()}
+    words = {t for t in terms if len(t) > 1}
+    return bool(base) and base < words
+
+
 def _positional_settings(judge: ClaimJudge, num: NumberMention) -> list[Fact]:
     """The settings in code that hold the number by position: a number named with a base and an
     index ("β1=0.9", "beta_2 = 0.999") is element 1 or 2 of a tuple or list named with that
@@ -254,6 +265,7 @@ def _named_conflict(
     claim: Claim,
     evidence_fids: set[int],
     sections: set[tuple[str, tuple[str, ...]]],
+    refining: Fact | None = None,
 ) -> Fact | None:
     """A setting named as the claim names the number, set to another value, in a file holding the
     claim's best evidence or in a section that sets the claim's other values with their names (a
@@ -264,10 +276,13 @@ def _named_conflict(
     every word of its name is among the four words before the number and the three after
     (``DISCOUNT_FACTOR`` for "discount factor γ=0.99", ``IMAGINATION_ENVS`` for "4096 parallel
     imagination environments"); a name of one word must be the word right before or after the
-    number and specific (not ``size``, ``rate``)."""
+    number and specific (not ``size``, ``rate``). The most specific names decide. When a setting
+    named wholly by the claim's words holds the value (``refining``), only names that refine
+    its name count (``ema_momentum = 0.09999`` against a ``momentum=0.9999`` default, for
+    "ema_momentum=0.9999"), and one holding another of the claim's values is that value's."""
     around = _name_terms(num.context_words[-4:]) + _name_terms(num.after_words[:3])
     nearest = _name_terms(num.context_words[-1:]) + _name_terms(num.after_words[:1])
-    found = None
+    named: dict[int, list[Fact]] = {}
     candidates = {f for t in around for f in judge.ctx.settings_by_prefix.get(t[:3], ())}
     for fact in sorted(candidates, key=judge.ctx.settings_order.__getitem__):
         terms = [t for t in fact.terms if not t.isdigit()]
@@ -281,14 +296,18 @@ def _named_conflict(
             continue
         if not all(any(_abbrev_match(ft, ct) for ct in around) for ft in terms):
             continue
-        if any(values_match(num, v) for v in fact.numbers):
+        if refining is None or _refines(terms, refining):
+            named.setdefault(len(terms), []).append(fact)
+    for _, facts in sorted(named.items(), reverse=True):
+        if any(values_match(num, v) for f in facts for v in f.numbers):
             return None
-        if judge.ctx.fid_of.get(fact.file) in evidence_fids or (
-            (fact.file, fact.context) in sections
-            and not any(values_match(other, v) for other in claim.numbers for v in fact.numbers)
-        ):
-            found = found or fact
-    return found
+        for fact in facts:
+            another = any(values_match(o, v) for o in claim.numbers for v in fact.numbers)
+            if (
+                judge.ctx.fid_of.get(fact.file) in evidence_fids and not (refining and another)
+            ) or ((fact.file, fact.context) in sections and not another):
+                return fact
+    return None
 
 
 def _conflict(
