@@ -16,8 +16,10 @@ import pytest
 import yaml
 
 from sabench.contracts import VERDICTS
+from sabench.index import build_index, text_terms
 from sabench.judges import static as static_mod
 from sabench.judges.static import judge_static, static_fingerprint
+from sabench.judges.static.evidence import SubmissionContext
 
 REPO = Path(__file__).resolve().parents[1]
 RESOURCES = REPO / "resources"
@@ -548,6 +550,28 @@ def test_rounding_is_no_operator_and_another_form_of_a_formula_is_no_inversion(
     denoiser_form = "def velocity(x_t, x_denoised, sigma_t):\n    v_t = (x_t - x_denoised) / sigma_t\n    return v_t\n"
     write(tmp_path, {"schedule.py": denoiser_form})
     assert "The code computes" not in judge_one(tmp_path, "D2", score_form).reasoning
+
+
+def test_a_module_docstring_is_weaker_evidence_than_running_codes_comments(tmp_path: Path) -> None:
+    """A window's terms count by the best kind of line holding them there: a module docstring
+    restating the paper (or code nothing runs) less than the comments of a function that runs,
+    so the running function is the claim's evidence, not the restatement before it."""
+    prose = "combined objective with learnable covariance and variational bound"
+    write(
+        tmp_path,
+        {
+            "a_notes.py": f'"""{prose}."""\n\nVERSION = 1\n',
+            "losses.py": f"def total(x, y):\n    # {prose}\n    return x + y\n",
+            "train.py": "from losses import total\n\n\nif __name__ == '__main__':\n"
+            "    print(total(1, 2))\n",
+        },
+    )
+    ctx = SubmissionContext(build_index(tmp_path))
+    wins = ctx.windows({t: 1.0 for t in text_terms(prose)})
+    assert ctx.index.files[wins[0].fid].path == "losses.py", [
+        (ctx.index.files[w.fid].path, w.score) for w in wins
+    ]
+    assert wins[0].score > wins[1].score
 
 
 def test_a_stub_as_the_best_evidence_costs_a_level_beside_a_near_real_window(

@@ -55,6 +55,15 @@ class Window:
     stub: bool
 
 
+def _held(counts: list[int], weight: float, credit: tuple[float, float, float]) -> float:
+    """A term's credit in a window from the count of its hits there of each kind (module-level
+    comment or dead code, comment of running code, code): its best kind's."""
+    for kind in (2, 1, 0):
+        if counts[kind]:
+            return weight * credit[kind]
+    return 0.0
+
+
 class SubmissionContext:
     """One submission's index plus caches shared by all its claims."""
 
@@ -319,27 +328,31 @@ class SubmissionContext:
 
         A term counts fully when a window has it on a code line, ``comment_credit`` when only in
         comments; terms on more than ``window_cap`` lines say nothing about where a claim is."""
-        per_file: dict[int, list[tuple[int, int, bool]]] = defaultdict(list)
+        per_file: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
         names = list(terms)
         cap = int(RULES["window_cap"])
+        loose = RULES["loose_comment_credit"]
         for ti, t in enumerate(names):
             hits = self.term(t).hits
             if len(hits) > cap:
                 continue
             for fid, ln, c in hits:
-                per_file[fid].append((ln, ti, c >= 1.0))
+                kind = 2 if c >= 1.0 else (1 if c > loose or self._in_stub(fid, ln) else 0)
+                per_file[fid].append((ln, ti, kind))
         w = int(RULES["window_lines"])
         weights = [terms[t] for t in names]
-        part = RULES["comment_credit"]
+        # a term's credit in a window by its best kind of line there: code, a comment of running
+        # code or a stub's line, a module-level comment or code nothing runs
+        credit = (loose, RULES["comment_credit"], 1.0)
         out: list[tuple[float, int, Window]] = []
         # Files in order of the most a window of theirs could score (their distinct terms); a file
         # that cannot beat the fifth best window so far is skipped. Ties keep the file order.
         bounds = []
         for order, (fid, hits) in enumerate(per_file.items()):
-            seen: dict[int, bool] = {}
-            for _, ti, is_full in hits:
-                seen[ti] = seen.get(ti, False) or is_full
-            bound = sum(weights[ti] * (1.0 if f else part) for ti, f in seen.items())
+            seen: dict[int, int] = {}
+            for _, ti, kind in hits:
+                seen[ti] = max(seen.get(ti, 0), kind)
+            bound = sum(weights[ti] * credit[k] for ti, k in seen.items())
             bounds.append((-bound, order, fid))
         bounds.sort()
         for neg_bound, order, fid in bounds:
@@ -347,28 +360,19 @@ class SubmissionContext:
                 break
             hits = per_file[fid]
             hits.sort()
-            full = [0] * len(names)
-            some = [0] * len(names)
+            counts = [[0, 0, 0] for _ in names]
             best, b_lo, b_hi = 0.0, 0, 0
             lo = 0
             score = 0.0
-            for ln, ti, is_full in hits:
-                wt = weights[ti]
-                before = wt if full[ti] else (wt * part if some[ti] else 0.0)
-                some[ti] += 1
-                if is_full:
-                    full[ti] += 1
-                after = wt if full[ti] else wt * part
-                score += after - before
+            for ln, ti, kind in hits:
+                before = _held(counts[ti], weights[ti], credit)
+                counts[ti][kind] += 1
+                score += _held(counts[ti], weights[ti], credit) - before
                 while hits[lo][0] < ln - w:
-                    _, l_ti, l_full = hits[lo]
-                    lw = weights[l_ti]
-                    before = lw if full[l_ti] else lw * part
-                    some[l_ti] -= 1
-                    if l_full:
-                        full[l_ti] -= 1
-                    after = lw if full[l_ti] else (lw * part if some[l_ti] else 0.0)
-                    score += after - before
+                    _, l_ti, l_kind = hits[lo]
+                    before = _held(counts[l_ti], weights[l_ti], credit)
+                    counts[l_ti][l_kind] -= 1
+                    score += _held(counts[l_ti], weights[l_ti], credit) - before
                     lo += 1
                 if score > best:
                     best, b_lo, b_hi = score, hits[lo][0], ln
@@ -378,6 +382,11 @@ class SubmissionContext:
                 out.append((-best, order, Window(fid, b_lo, b_hi, best, stub)))
         out.sort(key=lambda x: (x[0], x[1]))
         return [x[2] for x in out[:5]]
+
+    def _in_stub(self, fid: int, line: int) -> bool:
+        funcs = self.func_at.get(fid)
+        fi = funcs[line] if funcs is not None and 0 < line < len(funcs) else -1
+        return fi >= 0 and self.index.functions[fi].stub
 
     # --- functions ----------------------------------------------------------------------
     def flows_into_stub(self, fact: Fact) -> Function | None:
