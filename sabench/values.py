@@ -167,7 +167,7 @@ def named_by_its_subject(text: str, num: NumberMention, limit: int = 12) -> Numb
     if not re.search(r"[=:]\s*$", text[: num.start]):
         return num
     lead = [w.strip("-'’") for w in _WORD_RE.findall(text[: num.start])]
-    lead = [w for w in lead if w and w.lower() not in _PREFIX_STOP | _BREAKERS]
+    lead = [w for w in lead if w and w.lower() not in _PREFIX_STOP and w.lower() not in _BREAKERS]
     if len(lead) <= len(num.context_words):
         return num
     return replace(num, context_words=tuple(lead[-limit:]))

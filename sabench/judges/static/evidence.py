@@ -327,7 +327,10 @@ class SubmissionContext:
         """Best small windows of code by weighted distinct-term coverage, highest first.
 
         A term counts fully when a window has it on a code line, ``comment_credit`` when only in
-        comments; terms on more than ``window_cap`` lines say nothing about where a claim is."""
+        comments of running code or in a stub, ``loose_comment_credit`` when only in module-level
+        comments or code nothing runs (a module docstring restating the paper is not where the
+        claim is computed); terms on more than ``window_cap`` lines say nothing about where a
+        claim is."""
         per_file: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
         names = list(terms)
         cap = int(RULES["window_cap"])
@@ -384,6 +387,8 @@ class SubmissionContext:
         return [x[2] for x in out[:5]]
 
     def _in_stub(self, fid: int, line: int) -> bool:
+        """Whether the line is in a stub: a stub's docstring locates its window at comment credit,
+        which the near-stub rule reads (``ClaimJudge._stub_window``)."""
         funcs = self.func_at.get(fid)
         fi = funcs[line] if funcs is not None and 0 < line < len(funcs) else -1
         return fi >= 0 and self.index.functions[fi].stub
