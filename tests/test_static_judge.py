@@ -552,6 +552,38 @@ def test_rounding_is_no_operator_and_another_form_of_a_formula_is_no_inversion(
     assert "The code computes" not in judge_one(tmp_path, "D2", score_form).reasoning
 
 
+def test_a_stubbed_constructor_is_described_by_its_classs_docstring(tmp_path: Path) -> None:
+    """A class's docstring says what its ``__init__`` builds: with the constructor a stub, the
+    values the config still sets (and the run still saves) are not implemented, though the name
+    ``__init__`` says nothing of the claim."""
+    claim = "Transformer baseline: decoder-only, model dimension 64, 8 attention heads, 2 layers."
+    init = (
+        "        self.layers = nn.ModuleList(\n"
+        "            nn.TransformerDecoderLayer(cfg['d_model'], cfg['n_heads'])\n"
+        "            for _ in range(cfg['n_layers'])\n        )\n"
+    )
+    model = (
+        "import torch.nn as nn\n\n\nclass Backbone(nn.Module):\n"
+        '    """Decoder-only transformer baseline: attention heads over the model dimension."""\n\n'
+        "    def __init__(self, cfg):\n        super().__init__()\n{init}"
+    )
+    files = {
+        "config.yaml": "d_model: 64\nn_heads: 8\nn_layers: 2\nlr: 0.001\n",
+        "train.py": "import json\n\nimport yaml\n\nfrom model import Backbone\n\n\n"
+        "if __name__ == '__main__':\n    cfg = yaml.safe_load(open('config.yaml'))\n"
+        "    with open('run.json', 'w') as fh:\n"
+        "        json.dump({k: cfg[k] for k in ('d_model', 'n_heads', 'n_layers')}, fh)\n"
+        "    Backbone(cfg)\n",
+    }
+    write(tmp_path, {**files, "model.py": model.format(init=init)})
+    real = judge_one(tmp_path, "D1", claim)
+    stub = "        # TODO\n        raise NotImplementedError\n"
+    write(tmp_path, {"model.py": model.format(init=stub)})
+    stubbed = judge_one(tmp_path, "D1", claim)
+    assert (stubbed.score or 0.0) < (real.score or 0.0), (real.reasoning, stubbed.reasoning)
+    assert "Backbone.__init__" in stubbed.reasoning, stubbed.reasoning
+
+
 def test_a_module_docstring_is_weaker_evidence_than_running_codes_comments(tmp_path: Path) -> None:
     """A window's terms count by the best kind of line holding them there: a module docstring
     restating the paper (or code nothing runs) less than the comments of a function that runs,

@@ -143,6 +143,8 @@ class CodeIndex:
     #: lines whose text addresses the judge (:mod:`.directed`): (file id, line), never evidence
     directed: set[tuple[int, int]] = field(default_factory=set)
     skipped: int = 0
+    #: classes' docstrings: (file, qualified name) -> docstring (its first 300 characters)
+    class_docs: dict[tuple[str, str], str] = field(default_factory=dict)
     #: classes whose ``__init__`` raises ``NotImplementedError``: (file, qualified name)
     unconstructible: list[tuple[str, str]] = field(default_factory=list)
     #: the names classes of the code derive from (a subclass may construct them another way)

@@ -336,6 +336,9 @@ class _PyVisitor:
             return
         if t is ast.ClassDef:
             self._docstring(node)
+            doc = ast.get_docstring(node)  # type: ignore[arg-type]
+            if doc:
+                self.index.class_docs[(self.path, ".".join((*ctx, node.name)))] = doc[:300]  # type: ignore[attr-defined]
             with self._definition(node, ctx):  # type: ignore[arg-type]
                 for child in (*node.bases, *node.keywords, *node.decorator_list):  # type: ignore[attr-defined]
                     self.visit(child, ctx)

@@ -31,6 +31,10 @@ _READ_RE = re.compile(r"(?:^|\.)([A-Za-z_]\w*)$|\[['\"](\w+)['\"]\]$")
 _INSTANCE_RE = re.compile(r"(?:\w+\.)*([A-Z]\w*)\(")
 
 
+#: methods that build or run their class: its docstring describes them
+_CLASS_BODY_METHODS = frozenset({"__init__", "__post_init__", "forward", "__call__"})
+
+
 def owner_class(fn: Function) -> str:
     """The name of the class a method is defined in (``""`` for a function)."""
     return fn.qualname.rpartition(".")[0].rpartition(".")[2]
@@ -188,7 +192,14 @@ class SubmissionContext:
         return out
 
     def described_terms(self, fn: Function) -> frozenset[str]:
-        return frozenset(text_terms(f"{fn.qualname} {fn.docstring}"))
+        """What a function's name and docstring say; a constructor or the ``forward`` /
+        ``__call__`` of a class says what its class's docstring says too (the class is what they
+        build and run)."""
+        doc = fn.docstring
+        if fn.name in _CLASS_BODY_METHODS:
+            owner = fn.qualname.rpartition(".")[0]
+            doc = f"{doc} {self.index.class_docs.get((fn.file, owner), '')}"
+        return frozenset(text_terms(f"{fn.qualname} {doc}"))
 
     def _main_scopes(self) -> list[Function]:
         """``if __name__ == "__main__":`` blocks as pseudo-functions (their calls, in order)."""
