@@ -163,7 +163,7 @@ def named_by_its_subject(text: str, num: NumberMention, limit: int = 12) -> Numb
     """The number with the words of ``text`` before it as its name, when it is the text's one
     value and stands after ``=`` or ``:``: in "Number of calibration samples per trial in the
     synthetic experiment = 200" every word before the 200 names it (``n_calibration``), not
-    only those after the last "per" or "in" (``_words_before``)."""
+    only those after the last "per" or "for" (``_words_before``)."""
     if not re.search(r"[=:]\s*$", text[: num.start]):
         return num
     lead = [w.strip("-'’") for w in _WORD_RE.findall(text[: num.start])]

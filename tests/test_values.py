@@ -144,7 +144,7 @@ def test_a_breaker_word_ends_the_name() -> None:
 @pytest.mark.parametrize(
     ("text", "name"),
     [
-        # "<what is set> = <value>": every word before the value names it, past "per" and "in"
+        # "<what is set> = <value>": every word before the value names it, past "per"
         (
             "Number of calibration samples per trial in the synthetic experiment = 200",
             ("Number", "calibration", "samples", "trial", "synthetic", "experiment"),
