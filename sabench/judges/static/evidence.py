@@ -351,7 +351,9 @@ class SubmissionContext:
             if len(hits) > cap:
                 continue
             for fid, ln, c in hits:
-                kind = 2 if c >= 1.0 else (1 if c > loose or self._in_stub(fid, ln) else 0)
+                kind = 2 if c >= 1.0 else 1 if c > loose else 0
+                if kind == 0 and (fn := self.function_at(fid, ln)) is not None and fn.stub:
+                    kind = 1  # a stub's docstring locates its window, for the near-stub rule
                 per_file[fid].append((ln, ti, kind))
         w = int(RULES["window_lines"])
         weights = [terms[t] for t in names]
@@ -396,13 +398,6 @@ class SubmissionContext:
                 out.append((-best, order, Window(fid, b_lo, b_hi, best, stub)))
         out.sort(key=lambda x: (x[0], x[1]))
         return [x[2] for x in out[:5]]
-
-    def _in_stub(self, fid: int, line: int) -> bool:
-        """Whether the line is in a stub: a stub's docstring locates its window at comment credit,
-        which the near-stub rule reads (``ClaimJudge._stub_window``)."""
-        funcs = self.func_at.get(fid)
-        fi = funcs[line] if funcs is not None and 0 < line < len(funcs) else -1
-        return fi >= 0 and self.index.functions[fi].stub
 
     # --- functions ----------------------------------------------------------------------
     def flows_into_stub(self, fact: Fact) -> Function | None:
