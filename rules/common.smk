@@ -13,6 +13,7 @@ from sabench.grid import (
     LLM_OPERATIONAL_SETTINGS,
     SCHEDULING_KEYS,
     SAU_FILES,
+    JsonWord,
     batched_agent,
     configured_grid,
     execution_gpus,
@@ -203,15 +204,15 @@ for _slug, _judge in JUDGE_BY_SLUG.items():
     _judge_operational[_judge] = {
         k: v for k, v in _settings.items() if k in LLM_OPERATIONAL_SETTINGS
     }
-    JUDGE_PARAMS[_slug] = {
-        "name": _judge,
-        "settings_json": json.dumps(_judged_by, sort_keys=True),
-        "fingerprint": judge_fingerprint(_judge, _settings),
+    JUDGE_PARAMS[_slug] = JsonWord(
+        name=_judge,
+        settings_json=json.dumps(_judged_by, sort_keys=True),
+        fingerprint=judge_fingerprint(_judge, _settings),
         # sandbox settings for judges that run code: a change reruns exec, never static or llm
-        "runtime_json": json.dumps(
+        runtime_json=json.dumps(
             RUNTIME if judge_kind(_judge).runs_code else {}, sort_keys=True
         ),
-    }
+    )
 JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
 
 # Batched steps (docs/architecture.md): cheap steps of one paper's runs share a job. Every paper
@@ -259,10 +260,18 @@ GROUPED = bool(workflow.resource_settings.nodes)
 
 
 def cluster_resources(**resources):
-    """Resources only a cluster's scheduler reads (GPU model, CPUs per task, time limit):
+    """Resources only a cluster's scheduler reads (GPU model, CPUs per task, time limit, a run's
+    scratch disk):
     declared where a profile counts jobs in nodes, as groups are; locally they would only be
     evaluated for every job of a dry run."""
     return resources if GROUPED else {}
+
+
+def gpu_resource(gpus):
+    """The ``gpu`` resource of a run's job from ``gpus`` (by agent), declared only where some
+    agent asks for GPUs: asking for none is asking for nothing, and a dry run would evaluate it
+    for every job."""
+    return {"gpu": by_wildcard("agent", gpus)} if any(gpus.values()) else {}
 
 
 def cluster_group(name):

@@ -19,10 +19,10 @@ rule execute:
             gpu_model=by_wildcard("agent", EXECUTE_GPU_MODEL),
             cpus_per_task=by_wildcard("agent", AGENT_CPUS),
             runtime=int(RUNTIME["time_limit_s"] // 60) + 5,
+            disk_mb=RUNTIME["output_limit_mb"] + 1024,
         ),
-        gpu=by_wildcard("agent", EXECUTE_GPUS),
+        **gpu_resource(EXECUTE_GPUS),
         mem_mb=RUNTIME["mem_mb"] + 1024,
-        disk_mb=RUNTIME["output_limit_mb"] + 1024,
     params:
         settings=by_wildcard("agent", EXECUTE_SETTINGS),
     # the run folder holds the submission; the agent view is beside it (sabench.execute)

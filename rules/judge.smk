@@ -21,18 +21,15 @@ rule judge:
         "../envs/sabench.yaml"
     resources:
         # as the CPU-only reproduce and execute jobs it is grouped with (a group's strings agree)
-        **cluster_resources(gpu_model="", cpus_per_task=1, runtime=30),
+        **cluster_resources(gpu_model="", cpus_per_task=1, runtime=30, disk_mb=1000),
         mem_mb=2000,
-        disk_mb=1000,
     params:
         judge=by_wildcard("judge", JUDGE_PARAMS),
     # the run folder: the SAUs, the output and the agent view are where it expects them (the
     # shorter the command, the faster the dry run of a large grid prints it)
     shell:
         f'{PYTHON} -m sabench.judges.run "$(dirname {{input.agent:q}})"'
-        f" --judge {{params.judge[name]:q}} --fingerprint {{params.judge[fingerprint]}}"
-        f" --settings {{params.judge[settings_json]:q}}"
-        f" --runtime {{params.judge[runtime_json]:q}} --operational {JUDGE_OPERATIONAL_ARG}"
+        f" --spec {{params.judge:q}} --operational {JUDGE_OPERATIONAL_ARG}"
         " --quiet > {log:q} 2>&1"
 
 

@@ -21,10 +21,10 @@ rule reproduce:
             gpu_model=by_wildcard("agent", AGENT_GPU_MODEL),
             cpus_per_task=by_wildcard("agent", AGENT_CPUS),
             runtime=by_wildcard("agent", AGENT_RUNTIME_MIN),
+            disk_mb=10000,
         ),
-        gpu=by_wildcard("agent", AGENT_GPUS),
+        **gpu_resource(AGENT_GPUS),
         mem_mb=by_wildcard("agent", AGENT_MEM_MB),
-        disk_mb=10000,
     params:
         spec=by_wildcard("agent", AGENT_SPECS),
     # the run folder names the agent, the paper, the seed and the agent view (sabench.agents)

@@ -475,12 +475,19 @@ def test_time_budget_turns_the_rest_into_errors(executed: Path, runtime: dict) -
 
 
 @pytest.mark.bwrap
+@pytest.mark.parametrize("as_the_rule_gives_it", [False, True])
 def test_run_judge_dispatch_and_cli(
-    executed: Path, runtime: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    executed: Path,
+    runtime: dict,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    as_the_rule_gives_it: bool,
 ) -> None:
-    """``python -m sabench.judges.run RUN --judge exec`` on a run folder, as the workflow calls it."""
+    """``python -m sabench.judges.run RUN --judge exec`` on a run folder, and with the judge as one
+    ``--spec`` word, as the workflow's judge rule calls it."""
     import pandas as pd
 
+    from sabench.grid import JsonWord
     from sabench.judges.run import main
     from sabench.saus import write_saus
 
@@ -499,17 +506,19 @@ def test_run_judge_dispatch_and_cli(
     write_saus(rows, tmp_path / "saus.parquet")
     out = tmp_path / "exec.parquet"
     monkeypatch.setenv("SABENCH_EXEC_CACHE", str(tmp_path / "cache"))
+    sandbox = json.dumps({"backend": "bwrap", "python_env": runtime["python_env"]})
+    judge = ["--judge", "exec", "--runtime", sandbox]
+    if as_the_rule_gives_it:
+        spec = JsonWord(name="exec", settings_json="{}", fingerprint="f", runtime_json=sandbox)
+        judge = ["--spec", str(spec)]
     main(
         [
             str(run),
             "--saus",
             str(tmp_path / "saus.parquet"),
-            "--judge",
-            "exec",
             "--out",
             str(out),
-            "--runtime",
-            json.dumps({"backend": "bwrap", "python_env": runtime["python_env"]}),
+            *judge,
             "--quiet",
         ]
     )

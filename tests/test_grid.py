@@ -9,7 +9,13 @@ import pytest
 import yaml
 
 from sabench.errors import UserError
-from sabench.grid import execution_gpus, judge_fingerprint, judge_slug, load_settings
+from sabench.grid import (
+    JsonWord,
+    execution_gpus,
+    judge_fingerprint,
+    judge_slug,
+    load_settings,
+)
 
 AGENTS = """
 ref:
@@ -157,3 +163,19 @@ def test_a_product_grid_packs_small() -> None:
 
     runs = [(f"agent{a}", f"paper{p}", "0") for a in range(50) for p in range(2000)]
     assert len(json.dumps(pack_runs(runs))) < 64 * 1024  # one command-line argument holds it
+
+
+def test_a_json_word_is_one_shell_word_and_the_same_params_record_as_its_dict() -> None:
+    """The judge rule's params: its command shows them as one quoted JSON word, and Snakemake
+    records them as it recorded the plain dict, so that no judgment is redone on upgrading."""
+    import shlex
+
+    from snakemake.persistence import PersistenceBase
+    from snakemake.utils import format as snakemake_format
+
+    plain = {"name": "llm", "settings_json": '{"model": "m"}', "fingerprint": "ab12"}
+    word = JsonWord(**plain)
+    shown = snakemake_format("--spec {params[judge]:q}", params={"judge": word})
+    assert shlex.split(shown) == ["--spec", json.dumps(plain, sort_keys=True)]
+    record = PersistenceBase._serialize_param_builtin
+    assert record(None, word) == record(None, plain) == repr(plain)

@@ -72,6 +72,21 @@ def test_judging_unknown_judge(run_dir: Path) -> None:
         (["--settings", "[1]"], "--settings: not a JSON object"),
         (["--runtime", "{bad"], "--runtime: not JSON (Expecting property name"),
         (["--saus", "missing.parquet"], "--saus: missing.parquet: not found"),
+        (["--spec", '{"name": "static"}'], "--spec: no fingerprint, settings_json, runtime_json"),
+        (
+            [
+                "--spec",
+                '{"name": "statc", "fingerprint": 1, "settings_json": "{}", "runtime_json": "{}"}',
+            ],
+            "--spec: unknown judge 'statc'",
+        ),
+        (
+            [
+                "--spec",
+                '{"name": "static", "fingerprint": 1, "settings_json": "[]", "runtime_json": "{}"}',
+            ],
+            "--spec: not a JSON object",
+        ),
     ],
 )
 def test_judging_bad_arguments(run_dir: Path, extra: list[str], message: str) -> None:

@@ -126,6 +126,23 @@ def _judge_name(name: str) -> str:
     return name
 
 
+def _judge_spec(text: str) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    """One word for four options, so that the rule's command has few fields to fill: a large
+    grid's dry run formats every judge job's command three times."""
+    from sabench.steps import json_object
+
+    spec = json_object(text)
+    missing = [k for k in ("name", "fingerprint", "settings_json", "runtime_json") if k not in spec]
+    if missing:
+        raise argparse.ArgumentTypeError(f"no {', '.join(missing)} in {text!r}")
+    return (
+        _judge_name(spec["name"]),
+        str(spec["fingerprint"]),
+        json_object(spec["settings_json"]),
+        json_object(spec["runtime_json"]),
+    )
+
+
 def _run_folder(text: str) -> Path:
     path = Path(text)
     if not (path / "agent.json").is_file():
@@ -163,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
         "(api_base, ...); kept apart so that the workflow reruns no judge when they change (JSON)",
     )
     parser.add_argument("--fingerprint", default="standalone")
+    parser.add_argument(
+        "--spec",
+        type=_judge_spec,
+        help='the judge as the workflow\'s judge rule gives it, one JSON object: {"name", '
+        '"fingerprint", "settings_json", "runtime_json"}; replaces --judge, --fingerprint, '
+        "--settings and --runtime",
+    )
     parser.add_argument("--out", type=Path, help="default: <run_dir>/judge/<judge>.parquet")
     parser.add_argument(
         "--agent-view",
@@ -175,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     args = parser.parse_args(argv)
+    if args.spec is not None:
+        args.judge, args.fingerprint, args.settings, args.runtime = args.spec
     from sabench.grid import judge_slug
 
     out = args.out or args.run_dir / "judge" / f"{judge_slug(args.judge)}.parquet"
