@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import tarfile
 import tempfile
@@ -62,16 +61,22 @@ from sabench.drift import (  # noqa: E402
     paper_execution,
     scored,
 )
+from sabench.judges.cost import (  # noqa: E402
+    cap_spending,
+    estimate_usd,
+    is_llm,
+    parse_judges,
+    prompt_tokens,
+    refusal,
+    samples,
+)
 from sabench.judges.reference import read_verdicts  # noqa: E402
-from sabench.judges.registry import available_judges, judge_kind  # noqa: E402
-from sabench.llm.budget import BUDGET_ENV, LEDGER_ENV  # noqa: E402
+from sabench.judges.registry import judge_kind  # noqa: E402
 from sabench.saus import import_paper_saus, import_sabench  # noqa: E402
 from sabench.steps import json_object  # noqa: E402
 
 #: The drift types of the summary line, in its order.
 SUMMARY_TYPES = ("value", "operator", "removal", "swap", "stub", "normalisation", "split")
-#: Completion tokens assumed per LLM judge call (a JudgeReply: three sentences, a few references).
-REPLY_TOKENS = 200
 
 Case = tuple[Path, list[dict[str, Any]], list[Any], dict[str, Any], Execution | None]
 
@@ -121,40 +126,6 @@ def sabench_cases(
             yield sub, saus, mutants, {"agent": config, "paper": paper, "seed": "0"}, None
 
 
-def encoder() -> Any:
-    """tiktoken's o200k_base from litellm's bundled copy (no download), as judge_context.py."""
-    from sabench.llm.litellm_setup import get_litellm
-
-    get_litellm()  # sets TIKTOKEN_CACHE_DIR to the bundled encodings
-    import tiktoken
-
-    return tiktoken.get_encoding("o200k_base")
-
-
-def prompt_tokens(sub: Path, saus: list[dict[str, Any]], settings: dict[str, Any]) -> list[int]:
-    """Tokens of each SAU's prompt as the llm judge builds it for this submission, without an
-    execution record (executed mutants add its few lines); empty when the judge would send
-    nothing."""
-    from sabench.index import build_index
-    from sabench.judges.fabrication import fabricated_by_sau
-    from sabench.judges.llm_judge import JUDGE_DEFAULTS, Retriever, build_messages, repo_overview
-
-    opts = {k: settings.get(k, v) for k, v in JUDGE_DEFAULTS.items()}
-    index = build_index(sub)
-    retriever = Retriever(index, saus, None, **opts)
-    if not retriever.ctx.has_code:
-        return []
-    overview = repo_overview(index, int(opts["max_files"]))
-    fabricated = fabricated_by_sau(sub, saus)
-    enc = encoder()
-    out = []
-    for sau in saus:
-        facts = [f.describe() for f in fabricated.get(str(sau.get("sau_id") or ""), [])]
-        messages = build_messages(sau, retriever.retrieve(sau), overview, None, facts)
-        out.append(sum(len(enc.encode(m["content"])) for m in messages))
-    return out
-
-
 def run_unit(
     source: str, params: tuple[Any, ...], judges: list[tuple[str, dict[str, Any]]], estimate: bool
 ) -> list[Any]:
@@ -175,23 +146,12 @@ def run_unit(
         if not mutants:
             continue  # nothing is judged
         for name, settings in judges:
-            if judge_kind(name).model:  # type: ignore[union-attr]
+            if is_llm(name):
                 tokens = prompt_tokens(sub, saus, settings)
                 # the original and each mutant, each SAU asked ``samples`` times
-                n = (len(mutants) + 1) * max(1, int(settings.get("samples", 1)))
+                n = (len(mutants) + 1) * samples(settings)
                 out.append((name, n * len(tokens), n * sum(tokens)))
     return out
-
-
-def estimate_usd(name: str, settings: dict[str, Any], calls: int, tokens: int) -> float:
-    """Dollars for ``calls`` requests of ``tokens`` prompt tokens in all; NaN when unpriced."""
-    from sabench.llm import LLMSettings
-    from sabench.llm.pricing import call_cost
-
-    endpoint = {k: v for k, v in settings.items() if k in LLMSettings.__dataclass_fields__}
-    llm = LLMSettings.from_dict(endpoint, model=name.split(":", 1)[1])
-    cost, known = call_cost(llm.model, tokens, calls * REPLY_TOKENS, llm.prices)
-    return cost if known else math.nan
 
 
 def summary_line(name: str, source: str, table: Any) -> str:
@@ -248,20 +208,6 @@ def _print(title: str, table: Any) -> None:
             f"{r.judge:<14} {r.basis:<15} {r.drift_type:<13} {r.n_mutants:5d} {r.recall:7.3f} "
             f"{r.false_alarm_rate:13.3f}"
         )
-
-
-def parse_judges(values: list[str], settings: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    names = [n.strip() for v in values for n in v.split(",") if n.strip()]
-    judges = []
-    for name in dict.fromkeys(names or ["static"]):
-        kind = judge_kind(name)
-        if kind is None or not kind.reads_code:
-            raise ValueError(
-                f"--judge {name!r}: not a judge that reads code (one of {available_judges()}; "
-                "not reference)"
-            )
-        judges.append((name, dict(settings.get(name) or {})))
-    return judges
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="sabench-drift-ledger-") as ledger_dir:
         with ProcessPoolExecutor(max_workers=args.workers) as pool:
-            if any(judge_kind(name).model for name, _ in judges):  # type: ignore[union-attr]
+            if any(is_llm(name) for name, _ in judges):
                 counts = [
                     c
                     for f in [pool.submit(run_unit, s, p, judges, True) for s, p in units]
@@ -339,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                 ]
                 total = 0.0
                 for name, settings in judges:
-                    if not judge_kind(name).model:  # type: ignore[union-attr]
+                    if not is_llm(name):
                         continue
                     calls = sum(c[1] for c in counts if c[0] == name)
                     tokens = sum(c[2] for c in counts if c[0] == name)
@@ -347,23 +293,12 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"cost: judge={name} calls={calls} est_usd={usd:.4f}", flush=True)
                     total += usd
                 if args.max_usd is not None:
-                    if math.isnan(total):
-                        print(
-                            "error: the judge model's price is unknown: give "
-                            '--settings \'{"llm:<model>": {"prices": {...}}}\' to use --max-usd',
-                            file=sys.stderr,
-                        )
-                        return 2
-                    if total > args.max_usd:
-                        print(
-                            f"error: estimated LLM cost ${total:.4f} is over --max-usd "
-                            f"${args.max_usd:g}: nothing sent",
-                            file=sys.stderr,
-                        )
+                    why = refusal(total, args.max_usd)
+                    if why:
+                        print(f"error: {why}", file=sys.stderr)
                         return 2
                     # the workers read the cap as every LLM job of the grid does
-                    os.environ[BUDGET_ENV] = str(args.max_usd)
-                    os.environ[LEDGER_ENV] = str(Path(ledger_dir) / "llm_spend.jsonl")
+                    cap_spending(args.max_usd, Path(ledger_dir))
         rows: dict[str, list[dict[str, Any]]] = {"demo": [], "sabench": []}
         with ProcessPoolExecutor(max_workers=args.workers) as pool:
             futures = [(s, pool.submit(run_unit, s, p, judges, False)) for s, p in units]

@@ -46,6 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sabench.index import CODE, CONFIG, DOCS, build_index
+from sabench.judges.cost import encoder
 from sabench.judges.llm_judge import (
     JUDGE_DEFAULTS,
     Retriever,
@@ -58,16 +59,6 @@ SIMPLE_JUDGE_INSTRUCTIONS = (
     "You are given the paper, the most relevant files of the submission and its reproduce.sh. "
     "Grade the requirement below: explain your reasoning, then give a score of 0 or 1.\n"
 )
-
-
-def encoder() -> Any:
-    """tiktoken's o200k_base from litellm's bundled copy (no download)."""
-    from sabench.llm.litellm_setup import get_litellm
-
-    get_litellm()  # sets TIKTOKEN_CACHE_DIR to the bundled encodings
-    import tiktoken
-
-    return tiktoken.get_encoding("o200k_base")
 
 
 def load_saus(path: Path) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from sabench.index import build_index, text_terms
 from sabench.judges import static as static_mod
 from sabench.judges.static import judge_static, static_fingerprint
 from sabench.judges.static.evidence import SubmissionContext
+from sabench.saus import import_sabench
 
 REPO = Path(__file__).resolve().parents[1]
 RESOURCES = REPO / "resources"
@@ -1205,9 +1206,6 @@ def test_demo_manifest(demo_runs: dict, agent: str, paper: str, sau_id: str) -> 
 @pytest.mark.shared
 def test_real_sabench_runs(sabench_data: Path, tmp_path: Path) -> None:
     """A few real agent repositories: no errors, valid evidence lines, a sane spread of verdicts."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from static_judge_sabench import load_saus
-
     papers = ["ca2-vdm", "voting-leaderboards", "ngpt"]
     verdicts: dict[str, int] = {}
     for config in ("claude-sonnet_papercoder", "gpt4o_basic"):
@@ -1215,7 +1213,7 @@ def test_real_sabench_runs(sabench_data: Path, tmp_path: Path) -> None:
             members = [m for m in tar.getmembers() if m.name.split("/")[0] in papers]
             tar.extractall(tmp_path / config, members=members, filter="data")
         for paper in papers:
-            saus = load_saus(sabench_data / "saus" / f"{paper}.json")
+            saus = import_sabench(sabench_data / "saus" / f"{paper}.json", paper)
             sub = tmp_path / config / paper
             t0 = time.perf_counter()
             out = judge_static(sub, saus)
