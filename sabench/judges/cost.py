@@ -78,7 +78,8 @@ def prompt_tokens(sub: Path, saus: list[dict[str, Any]], settings: dict[str, Any
     for sau in saus:
         facts = [f.describe() for f in fabricated.get(str(sau.get("sau_id") or ""), [])]
         messages = build_messages(sau, retriever.retrieve(sau), overview, None, facts)
-        out.append(sum(len(enc.encode(m["content"])) for m in messages))
+        # encode_ordinary: code may say "<|endoftext|>", which is text here, not a special token
+        out.append(sum(len(enc.encode_ordinary(m["content"])) for m in messages))
     return out
 
 
