@@ -62,12 +62,11 @@ from sabench.drift import (  # noqa: E402
     scored,
 )
 from sabench.judges.cost import (  # noqa: E402
-    cap_spending,
-    estimate_usd,
+    add_judge_options,
+    approve,
     is_llm,
     parse_judges,
     prompt_tokens,
-    refusal,
     samples,
 )
 from sabench.judges.reference import read_verdicts  # noqa: E402
@@ -216,18 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-demo", action="store_true", help="skip the demo papers")
     ap.add_argument("--configs", nargs="*", help="only these SA-Bench configurations")
     ap.add_argument("--papers", nargs="*", help="only these papers (demo and SA-Bench)")
-    ap.add_argument(
-        "--judge",
-        action="append",
-        default=[],
-        help="a judge (repeatable or comma-separated: static, exec, llm:<model>; default static)",
-    )
-    ap.add_argument(
-        "--settings", type=json_object, default={}, help="judge settings by judge name (JSON)"
-    )
-    ap.add_argument(
-        "--max-usd", type=float, help="refuse to start above this estimated LLM cost; cap spending"
-    )
+    add_judge_options(ap, "static, exec, llm:<model>")
     ap.add_argument(
         "--max-per-run", type=int, default=4, help="SA-Bench: mutants per run and drift type"
     )
@@ -283,22 +271,20 @@ def main(argv: list[str] | None = None) -> int:
                     for f in [pool.submit(run_unit, s, p, judges, True) for s, p in units]
                     for c in f.result()
                 ]
-                total = 0.0
-                for name, settings in judges:
-                    if not is_llm(name):
-                        continue
-                    calls = sum(c[1] for c in counts if c[0] == name)
-                    tokens = sum(c[2] for c in counts if c[0] == name)
-                    usd = estimate_usd(name, settings, calls, tokens)
-                    print(f"cost: judge={name} calls={calls} est_usd={usd:.4f}", flush=True)
-                    total += usd
-                if args.max_usd is not None:
-                    why = refusal(total, args.max_usd)
-                    if why:
-                        print(f"error: {why}", file=sys.stderr)
-                        return 2
-                    # the workers read the cap as every LLM job of the grid does
-                    cap_spending(args.max_usd, Path(ledger_dir))
+                estimates = [
+                    (
+                        name,
+                        settings,
+                        sum(c[1] for c in counts if c[0] == name),
+                        sum(c[2] for c in counts if c[0] == name),
+                    )
+                    for name, settings in judges
+                    if is_llm(name)
+                ]
+                why = approve(estimates, args.max_usd, Path(ledger_dir))
+                if why:
+                    print(f"error: {why}", file=sys.stderr)
+                    return 2
         rows: dict[str, list[dict[str, Any]]] = {"demo": [], "sabench": []}
         with ProcessPoolExecutor(max_workers=args.workers) as pool:
             futures = [(s, pool.submit(run_unit, s, p, judges, False)) for s, p in units]

@@ -45,21 +45,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sabench.errors import UserError
 from sabench.faults import FAULT_EXIT, Fault
 from sabench.index import build_index
-from sabench.judges.cost import (
-    cap_spending,
-    estimate_usd,
-    is_llm,
-    parse_judges,
-    prompt_tokens,
-    refusal,
-    samples,
-)
+from sabench.judges import cost
 from sabench.judges.reference import read_verdicts
 from sabench.judges.run import run_judge
 from sabench.judges.static import judge_static
 from sabench.saus import import_sabench
 from sabench.stats import agreement_metrics, snap, spearman
-from sabench.steps import json_object
 
 #: config, paper, SAU, dimension, the judge's score, the reference score, the judge's verdict
 Row = tuple[str, str, str, str, float, float, str]
@@ -146,24 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=Path("../shared/sabench"))
     ap.add_argument("--configs", nargs="*", help="only these configurations")
     ap.add_argument("--papers", nargs="*", help="only these papers")
-    ap.add_argument(
-        "--judge",
-        action="append",
-        default=[],
-        help="a judge (repeatable or comma-separated: static, llm:<model>; default static)",
-    )
-    ap.add_argument(
-        "--settings", type=json_object, default={}, help="judge settings by judge name (JSON)"
-    )
-    ap.add_argument(
-        "--max-usd", type=float, help="refuse to start above this estimated LLM cost; cap spending"
-    )
+    cost.add_judge_options(ap, "static, llm:<model>")
     ap.add_argument(
         "--dump", type=Path, help="write every judgment with its reference as JSON lines"
     )
     args = ap.parse_args(argv)
     try:
-        judges = parse_judges(args.judge, args.settings, may_run_code=False)
+        judges = cost.parse_judges(args.judge, args.settings, may_run_code=False)
     except ValueError as exc:
         ap.error(f"{exc} (SA-Bench's runs come without their environment)")
     data: Path = args.data
@@ -185,25 +165,21 @@ def main(argv: list[str] | None = None) -> int:
             with tarfile.open(data / "runs" / f"{config}.tar.gz") as tar:
                 tar.extractall(root / config, filter="data")
         unpack_s = time.perf_counter() - t_all
-        llm = [(name, settings) for name, settings in judges if is_llm(name)]
+        llm = [(name, settings) for name, settings in judges if cost.is_llm(name)]
         if llm:
-            total = 0.0
+            estimates = []
             for name, settings in llm:
                 tokens = [
                     t
                     for run in runs(root, data, configs, saus)
-                    for t in prompt_tokens(run.submission, run.saus, settings)
+                    for t in cost.prompt_tokens(run.submission, run.saus, settings)
                 ]
-                calls = len(tokens) * samples(settings)
-                usd = estimate_usd(name, settings, calls, sum(tokens) * samples(settings))
-                print(f"cost: judge={name} calls={calls} est_usd={usd:.4f}", flush=True)
-                total += usd
-            if args.max_usd is not None:
-                why = refusal(total, args.max_usd)
-                if why:
-                    print(f"error: {why}", file=sys.stderr)
-                    return 2
-                cap_spending(args.max_usd, root)
+                n = cost.samples(settings)
+                estimates.append((name, settings, len(tokens) * n, sum(tokens) * n))
+            why = cost.approve(estimates, args.max_usd, root)
+            if why:
+                print(f"error: {why}", file=sys.stderr)
+                return 2
         dump = args.dump.open("w") if args.dump else None
         try:
             for run in runs(root, data, configs, saus):

@@ -280,6 +280,20 @@ class ScriptedServer:
         return status, json.dumps(data).encode(), headers
 
 
+def judge_settings(server: ScriptedServer, cache_root: Any, **extra: Any) -> dict[str, Any]:
+    """An LLM judge's settings against ``server``: its cache under ``cache_root``, quick retries
+    (none unless ``extra`` says), short timeouts and a price, so that costs can be estimated."""
+    return {
+        "api_base": server.url,
+        "cache_dir": str(cache_root / "cache"),
+        "backoff_s": 0.01,
+        "max_retries": 0,
+        "timeout_s": 5,
+        "prices": {"input_per_mtok": 1.0, "output_per_mtok": 4.0},
+        **extra,
+    }
+
+
 def scripted_server(script: list[Rule] | None = None) -> Iterator[ScriptedServer]:
     """Generator behind the fixture: a started server, stopped afterwards."""
     with ScriptedServer(script) as server:

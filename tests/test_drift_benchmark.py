@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openai_server import ScriptedServer
+from openai_server import ScriptedServer, judge_settings
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "drift_injection.py"
@@ -28,15 +28,7 @@ def drift(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def llm_settings(server: ScriptedServer, tmp_path: Path) -> str:
-    settings = {
-        "api_base": server.url,
-        "cache_dir": str(tmp_path / "cache"),
-        "backoff_s": 0.01,
-        "max_retries": 0,
-        "timeout_s": 5,
-        "prices": {"input_per_mtok": 1.0, "output_per_mtok": 4.0},
-    }
-    return json.dumps({"llm:openai/scripted": settings})
+    return json.dumps({"llm:openai/scripted": judge_settings(server, tmp_path)})
 
 
 def answer(request: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from openai_server import ScriptedServer, request_text
+from openai_server import ScriptedServer, judge_settings, request_text
 
 from sabench.contracts import JUDGMENT_COLUMNS
 from sabench.faults import Fault
@@ -102,15 +102,7 @@ def server() -> Iterator[ScriptedServer]:
 
 
 def settings(server: ScriptedServer, tmp_path: Path, **kw: Any) -> dict[str, Any]:
-    return {
-        "api_base": server.url,
-        "cache_dir": str(tmp_path / "cache"),
-        "backoff_s": 0.01,
-        "max_retries": 2,
-        "timeout_s": 5,
-        "prices": {"input_per_mtok": 1.0, "output_per_mtok": 4.0},
-        **kw,
-    }
+    return judge_settings(server, tmp_path, **{"max_retries": 2, **kw})
 
 
 def by_id(judgments: list[Any]) -> dict[str, Any]:

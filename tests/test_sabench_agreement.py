@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openai_server import ScriptedServer
+from openai_server import ScriptedServer, judge_settings
 
 from sabench.judges.static import judge_static
 from sabench.saus import import_paper_saus, import_sabench
@@ -66,16 +66,7 @@ def summary(done: subprocess.CompletedProcess[str], judge: str) -> dict[str, str
 
 
 def llm_settings(server: ScriptedServer, tmp_path: Path, **extra: Any) -> str:
-    settings = {
-        "api_base": server.url,
-        "cache_dir": str(tmp_path / "cache"),
-        "backoff_s": 0.01,
-        "max_retries": 0,
-        "timeout_s": 5,
-        "prices": {"input_per_mtok": 1.0, "output_per_mtok": 4.0},
-        **extra,
-    }
-    return json.dumps({LLM: settings})
+    return json.dumps({LLM: judge_settings(server, tmp_path, **extra)})
 
 
 def aligned(request: dict[str, Any]) -> dict[str, Any]:

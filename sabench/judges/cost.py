@@ -9,6 +9,7 @@ start above ``--max-usd``, which then caps the spending as the grid's LLM budget
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 from pathlib import Path
@@ -16,6 +17,25 @@ from typing import Any
 
 #: Completion tokens assumed per LLM judge call (a JudgeReply: three sentences, a few references).
 REPLY_TOKENS = 200
+
+
+def add_judge_options(ap: argparse.ArgumentParser, kinds: str) -> None:
+    """``--judge`` (``kinds``: the judges the benchmark takes, for the help), ``--settings`` and
+    ``--max-usd``."""
+    from sabench.steps import json_object
+
+    ap.add_argument(
+        "--judge",
+        action="append",
+        default=[],
+        help=f"a judge (repeatable or comma-separated: {kinds}; default static)",
+    )
+    ap.add_argument(
+        "--settings", type=json_object, default={}, help="judge settings by judge name (JSON)"
+    )
+    ap.add_argument(
+        "--max-usd", type=float, help="refuse to start above this estimated LLM cost; cap spending"
+    )
 
 
 def parse_judges(
@@ -112,10 +132,24 @@ def refusal(total_usd: float, max_usd: float) -> str | None:
     return None
 
 
-def cap_spending(max_usd: float, ledger_dir: Path) -> None:
-    """Make ``max_usd`` the LLM budget of this process and the workers it starts, read as every LLM
-    job of the grid reads its budget (:mod:`sabench.llm.budget`)."""
+def approve(
+    estimates: list[tuple[str, dict[str, Any], int, int]], max_usd: float | None, ledger_dir: Path
+) -> str | None:
+    """Print ``cost: judge=<name> calls=N est_usd=X`` for each (judge, settings, calls, prompt
+    tokens); under ``max_usd`` make it the LLM budget of this process and the workers it starts,
+    read as every LLM job of the grid reads its budget (:mod:`sabench.llm.budget`). Returns why the
+    measurement must not start, or None."""
     from sabench.llm.budget import BUDGET_ENV, LEDGER_ENV
 
-    os.environ[BUDGET_ENV] = str(max_usd)
-    os.environ[LEDGER_ENV] = str(Path(ledger_dir) / "llm_spend.jsonl")
+    total = 0.0
+    for name, settings, calls, tokens in estimates:
+        usd = estimate_usd(name, settings, calls, tokens)
+        print(f"cost: judge={name} calls={calls} est_usd={usd:.4f}", flush=True)
+        total += usd
+    if max_usd is None:
+        return None
+    why = refusal(total, max_usd)
+    if why is None:
+        os.environ[BUDGET_ENV] = str(max_usd)
+        os.environ[LEDGER_ENV] = str(Path(ledger_dir) / "llm_spend.jsonl")
+    return why
