@@ -119,6 +119,22 @@ def test_llm_judge_agreement_and_a_rerun_from_the_cache(data: Path, tmp_path: Pa
     assert summary(again, LLM) == got
 
 
+def test_max_usd_caps_what_the_measurement_spends(data: Path, tmp_path: Path) -> None:
+    """Under the estimate's cap it starts; replies dearer than estimated ($10 each) hit the cap."""
+
+    def dear(request: dict[str, Any]) -> dict[str, Any]:
+        return {**aligned(request), "usage": {"prompt_tokens": 10_000_000, "completion_tokens": 1}}
+
+    with ScriptedServer([dear]) as server:
+        settings = llm_settings(server, tmp_path)
+        done = agreement(data, "--judge", LLM, "--settings", settings, "--max-usd", "25")
+        sent = server.count
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"error: judge {LLM}: ") and "budget" in done.stderr
+    assert 0 < sent < 21  # stopped at the cap, not after every SAU
+    assert not [ln for ln in done.stdout.splitlines() if ln.startswith("agreement:")]
+
+
 def test_a_provider_fault_is_counted_not_scored_and_redone(data: Path, tmp_path: Path) -> None:
     failing = [{"replies": [{"status": 500, "error": "upstream down"}]}]
     with ScriptedServer(failing) as server:
