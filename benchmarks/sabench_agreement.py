@@ -143,9 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     try:
-        judges = cost.parse_judges(args.judge, args.settings, may_run_code=False)
+        judges = cost.parse_judges(
+            args.judge, args.settings, cannot_run="SA-Bench's runs come without their environment"
+        )
     except ValueError as exc:
-        ap.error(f"{exc} (SA-Bench's runs come without their environment)")
+        ap.error(str(exc))
     data: Path = args.data
     if not (data / "runs").is_dir():
         print(f"{data}/runs is absent: point --data at SA-Bench's data folder", file=sys.stderr)

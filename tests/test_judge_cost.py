@@ -46,8 +46,8 @@ def test_estimate_refusal_and_judges() -> None:
         ("static", {}),
         ("llm:a/b", {"samples": 3}),
     ]
-    with pytest.raises(ValueError, match="runs code"):
-        parse_judges(["exec"], {}, may_run_code=False)
+    with pytest.raises(ValueError, match="'exec' runs code: no sandbox here"):
+        parse_judges(["exec"], {}, cannot_run="no sandbox here")
     assert parse_judges(["exec"], {}) == [("exec", {})]
     with pytest.raises(ValueError, match="not a judge that reads code"):
         parse_judges(["reference"], {})

@@ -39,11 +39,11 @@ def add_judge_options(ap: argparse.ArgumentParser, kinds: str) -> None:
 
 
 def parse_judges(
-    values: list[str], settings: dict[str, Any], *, may_run_code: bool = True
+    values: list[str], settings: dict[str, Any], *, cannot_run: str | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
     """``--judge`` values (repeatable or comma-separated; default static) with their ``--settings``;
     a ValueError names a judge that does not read code, or one that runs code where nothing can be
-    run (``may_run_code`` False)."""
+    run (``cannot_run`` says why)."""
     from sabench.judges.registry import available_judges, judge_kind
 
     names = [n.strip() for v in values for n in v.split(",") if n.strip()]
@@ -55,8 +55,8 @@ def parse_judges(
                 f"--judge {name!r}: not a judge that reads code (one of {available_judges()}; "
                 "not reference)"
             )
-        if kind.runs_code and not may_run_code:
-            raise ValueError(f"--judge {name!r} runs code, and these runs cannot be executed")
+        if kind.runs_code and cannot_run:
+            raise ValueError(f"--judge {name!r} runs code: {cannot_run}")
         judges.append((name, dict(settings.get(name) or {})))
     return judges
 
