@@ -5,7 +5,11 @@ for results and the pristine submission for code. Whatever the script does (fail
 the disk, eat memory) ends as a status in ``execution.json``, never as a crashed job; only a broken
 configuration (an unknown backend, a missing sandbox env) raises a :class:`UserError`.
 
-Standalone: ``python -m sabench.execute SUBMISSION --agent-view DIR --out DIR [--backend bwrap]``.
+Every Python process of the run records the lines of the submission's own files that ran and the
+first calls of its module-level functions (``sabench.runtrace``; docs/architecture.md, "The
+execution trace"). reproduce.sh is not shown the paper: the execution sandbox has no ``/paper``.
+
+Standalone: ``python -m sabench.execute SUBMISSION --out DIR [--backend bwrap]``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +33,9 @@ from sabench.contracts import EXECUTION_STATUSES
 from sabench.errors import UserError
 from sabench.faults import announce_fault, clear_fault, record_fault
 from sabench.io import atomic_path, write_json, write_text
+from sabench.runtrace import SITE_TARGET, TRACE_DIR, install_site, read_trace
 from sabench.sandbox import (
+    SUBMISSION_TARGET,
     Mount,
     SandboxSpec,
     backend_label,
@@ -43,7 +50,6 @@ from sabench.steps import ArgumentParser, json_object, step
 log = logging.getLogger("sabench.execute")
 
 REPRODUCE_SCRIPT = "reproduce.sh"
-PAPER_TARGET = "/paper"
 #: ``execution.json`` has exactly these keys (docs/architecture.md, "Data contracts").
 RECORD_KEYS = (
     "status",
@@ -62,6 +68,7 @@ RECORD_KEYS = (
     "message",
     "sabench_version",
     "gpu_usage",
+    "trace",
 )
 #: A metrics file larger than this is not parsed (it is data, not a summary).
 MAX_METRICS_BYTES = 16 << 20
@@ -186,6 +193,11 @@ def read_metrics(root: Path, files: list[str]) -> tuple[dict[str, Any], list[str
     return metrics, notes
 
 
+def _is_trace(rel: str) -> bool:
+    """A file of the execution trace (never a file the run made, never a metrics file)."""
+    return rel == TRACE_DIR or rel.startswith(TRACE_DIR + "/")
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -194,7 +206,7 @@ def _record(**values: Any) -> dict[str, Any]:
     record = {key: values.get(key) for key in RECORD_KEYS}
     record["sabench_version"] = __version__
     for key in ("files_created", "files_modified"):
-        record[key] = record[key] or []
+        record[key] = [f for f in record[key] or [] if not _is_trace(f)]
     record["metrics"] = record["metrics"] or {}
     record["message"] = record["message"] or ""
     assert record["status"] in EXECUTION_STATUSES, record["status"]
@@ -218,12 +230,15 @@ def _finish(record_path: Path, record: dict[str, Any]) -> dict[str, Any]:
 def execute_run(
     submission: Path,
     executed: Path,
-    agent_view: Path,
+    agent_view: Path | None,
     record_path: Path,
     log_path: Path,
     settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Copy ``submission`` to ``executed``, run its reproduce.sh sandboxed, write the record."""
+    """Copy ``submission`` to ``executed``, run its reproduce.sh sandboxed, write the record.
+
+    ``agent_view`` is accepted and unused: reproduce.sh is not shown the paper (it was at
+    ``/paper`` before execution traces; callers across tests and benchmarks still pass it)."""
     submission, executed = Path(submission), Path(executed)
     record_path, log_path = Path(record_path), Path(log_path)
     cfg = resolve_runtime(settings)
@@ -260,9 +275,7 @@ def execute_run(
     run_id = "/".join(executed.resolve().parts[-4:-1])
     try:
         with allocate(cfg["gpus"], owner=run_id) as gpu_ids:
-            return _execute_in_sandbox(
-                backend, cfg, executed, agent_view, record_path, log_path, gpu_ids
-            )
+            return _execute_in_sandbox(backend, cfg, executed, record_path, log_path, gpu_ids)
     except NoGpuError as exc:  # asked for GPUs this host cannot give: a status, at once
         write_text(log_path, f"[sabench] status=sandbox_error: {exc}\n")
         record = _record(
@@ -283,16 +296,44 @@ def _execute_in_sandbox(
     backend: Any,
     cfg: dict[str, Any],
     executed: Path,
-    agent_view: Path,
     record_path: Path,
     log_path: Path,
     gpu_ids: list[str],
 ) -> dict[str, Any]:
     """The sandboxed run proper (GPUs, if any, already allocated) and its record."""
+    site = Path(tempfile.mkdtemp(prefix="sabench-site-"))
+    try:
+        return _run_traced(backend, cfg, executed, record_path, log_path, gpu_ids, site)
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
+
+
+def trace_env(backend_name: str, site: Path, workdir: Path) -> dict[str, str]:
+    """The environment that arms the execution trace: the site folder first on PYTHONPATH (its
+    host path for the local backend, which shows no mounts) and the submission's root there."""
+    local = backend_name == "local"
+    return {
+        "PYTHONPATH": str(site) if local else SITE_TARGET,
+        "SABENCH_TRACE_ROOT": str(Path(workdir).resolve()) if local else SUBMISSION_TARGET,
+    }
+
+
+def _run_traced(
+    backend: Any,
+    cfg: dict[str, Any],
+    executed: Path,
+    record_path: Path,
+    log_path: Path,
+    gpu_ids: list[str],
+    site: Path,
+) -> dict[str, Any]:
+    install_site(site)
+    shutil.rmtree(executed / TRACE_DIR, ignore_errors=True)  # never a submission's own
     spec = SandboxSpec(
         command=["bash", REPRODUCE_SCRIPT],
         workdir=executed,
-        ro_mounts=[Mount(Path(agent_view), PAPER_TARGET)],
+        ro_mounts=[Mount(site, SITE_TARGET)],
+        env=trace_env(backend.name, site, executed),
         time_limit_s=float(cfg["time_limit_s"]),
         mem_mb=int(cfg["mem_mb"]),
         pids=int(cfg["pids"]),
@@ -321,7 +362,9 @@ def _execute_in_sandbox(
             sampler.stop()
     after = snapshot(executed)
     created, modified, deleted = diff_snapshots(before, after)
-    metrics, notes = read_metrics(executed, cfg["metrics_files"])
+    metrics_files = [f for f in cfg["metrics_files"] if not _is_trace(os.path.normpath(f))]
+    metrics, notes = read_metrics(executed, metrics_files)
+    trace = read_trace(executed)
     if deleted:
         notes.append(f"{len(deleted)} file(s) deleted by the run")
     info = backend.describe(spec)
@@ -344,6 +387,7 @@ def _execute_in_sandbox(
         gpu_usage=sampler.summary()
         if sampler is not None
         else ({"ids": gpu_ids, "count": len(gpu_ids)} if gpu_ids else None),
+        trace=trace.summary() if trace is not None else None,
     )
     return _finish(record_path, record)
 
@@ -357,8 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--agent-view",
         type=Path,
-        help="shown read-only at /paper (default: <results>/papers/<paper>/agent_view beside "
-        "--out, a run folder <results>/runs/<agent>/<paper>/<seed>)",
+        help="ignored (reproduce.sh is not shown the paper; accepted for older commands)",
     )
     parser.add_argument(
         "--out", type=Path, required=True, help="gets executed/, execution.json/.log"
@@ -374,18 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--network", choices=["none", "full"])
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the status line")
     args = parser.parse_args(argv)
-    # the workflow names the run folder only: the submission and the paper's view follow from it
+    # the workflow names the run folder only: the submission follows from it
     if args.submission is None:
         args.submission = args.out / "submission"
-    if args.agent_view is None:
-        from sabench.contracts import paper_folder
-
-        paper = paper_folder(args.out)
-        if paper is None or not (paper / "agent_view").is_dir():
-            parser.error(
-                "--agent-view: give it (no <results>/papers/<paper>/agent_view beside --out)"
-            )
-        args.agent_view = paper / "agent_view"
     settings = dict(args.settings)
     for key in (
         "backend",

@@ -24,7 +24,7 @@ PAPER = REPO / "resources" / "papers" / "ridge-gd"
 #: The agent copies the paper, and writes a reproduce.sh that reads it again and writes results.
 AGENT_SCRIPT = (
     "set -e; cp /paper/paper.md got-paper.md; id -u > agent-uid.txt; "
-    "printf 'set -e\\ncat /paper/paper.md > seen.md\\necho done > out/result.txt\\n' > reproduce.sh;"
+    "printf 'set -e\\ncat got-paper.md > seen.md\\necho done > out/result.txt\\n' > reproduce.sh;"
     " mkdir out"
 )
 

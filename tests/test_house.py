@@ -27,6 +27,7 @@ LAYERS = (
         "ingest",
         "extract",
         "execute",
+        "runtrace",
         "agents",
         "locks",
         "peer_data.archive",

@@ -1,6 +1,6 @@
 """Executing mutants: each mutant's reproduce.sh runs in the project's sandbox as the workflow's
 execute step runs a submission (:func:`sabench.execute.execute_run`: a fresh ``executed/`` copy,
-the paper's agent view at ``/paper``, the runtime limits), so the judges that read results (exec's
+the execution trace, the runtime limits), so the judges that read results (exec's
 expected results and checks, static's result claims) get the record a real run of that code gives.
 
 Only code that brings its environment can run: the demo papers' reference submissions need nothing

@@ -1,0 +1,795 @@
+# ruff: noqa: F821, B006, B905, SIM105, UP031  (a sandbox program: 3.8 syntax, after sandbox_wire.py)
+# sabench's execution trace (docs/architecture.md, "The execution trace"): installed as
+# sitecustomize.py in a read-only folder first on PYTHONPATH, after the text of
+# sabench/checks/sandbox_wire.py (whose ``encode`` it uses), by ``sabench.runtrace.install_site``.
+# It records which lines of the submission's own Python files ran and the first calls of their
+# module-level functions, and writes them at exit to <root>/.sabench-trace/<pid>.json.
+# Standard library only, Python 3.8 to 3.13 syntax; any failure of its own is swallowed: the
+# program it rides in must run exactly as it would without it.
+
+import os as _os
+import sys as _sys
+
+_ROOT = _os.environ.get("SABENCH_TRACE_ROOT") or "/submission"
+_ROOT = _os.path.normpath(_ROOT).rstrip("/") or "/"
+_PREFIX = _ROOT + "/"
+_TRACE_DIR = ".sabench-trace"
+_MAX_CALLS = 2
+_MAX_ELEMENTS = 100000
+_MAX_CALL_BYTES = 4 << 20
+_GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coro, async gen
+_PROFILE_BUDGET = 1000000  # events the __main__ watch sees at most (before 3.12)
+_PENDING_BUDGET = 20000  # events of a script call under way before it is given up
+_FunctionType = type(lambda: None)
+
+
+def _chain_sitecustomize():
+    """Run the sitecustomize this folder shadows (an image's own), as Python would have."""
+    try:
+        import importlib.machinery
+        import importlib.util
+
+        here = _os.path.dirname(_os.path.abspath(__file__))
+        rest = [p for p in _sys.path if _os.path.abspath(p or ".") != here]
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+        if spec is None or spec.loader is None:
+            return
+        name = "_sabench_chained_sitecustomize"
+        module = importlib.util.module_from_spec(spec)
+        _sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except BaseException:
+        pass
+
+
+class _Skip(Exception):
+    pass
+
+
+def _reject(value):
+    raise _Skip()
+
+
+def _fits(x, depth=0):
+    """Whether ``x`` is plain data the trace keeps (arrays up to _MAX_ELEMENTS elements)."""
+    if depth > 32:
+        return False
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return True
+    if isinstance(x, (list, tuple)):
+        return len(x) <= _MAX_ELEMENTS and all(_fits(v, depth + 1) for v in x)
+    if isinstance(x, dict):
+        return len(x) <= _MAX_ELEMENTS and all(
+            _fits(k, depth + 1) and _fits(v, depth + 1) for k, v in x.items()
+        )
+    np = _sys.modules.get("numpy")
+    if np is not None and isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype.kind in NUMERIC and x.size <= _MAX_ELEMENTS
+    return False
+
+
+def _data(x):
+    if not _fits(x):
+        raise _Skip()
+    return encode(x, _reject)  # sandbox_wire.py's, prepended to this program
+
+
+def _relpath(filename, cache={}):
+    """The path under the root of a code object's file, or None (cached per file name)."""
+    try:
+        return cache[filename]
+    except KeyError:
+        pass
+    rel = None
+    try:
+        path = filename if _os.path.isabs(filename) else _os.path.abspath(filename)
+        if path.startswith(_PREFIX) and not filename.startswith("<") and _os.path.isfile(path):
+            rel = _os.path.normpath(path[len(_PREFIX) :])
+    except Exception:
+        rel = None
+    cache[filename] = rel
+    return rel
+
+
+def _module_name(globals_, rel):
+    name = globals_.get("__name__")
+    if name == "__main__" and rel and rel.endswith(".py"):
+        parts = rel[:-3].split("/")
+        if parts[-1] == "__init__":
+            parts.pop()
+        if parts and all(p.isidentifier() for p in parts):
+            return ".".join(parts)
+    return name if isinstance(name, str) else None
+
+
+def _is_module_level(code, globals_):
+    qualname = getattr(code, "co_qualname", None)
+    if qualname is not None:
+        return "." not in qualname and "<" not in qualname
+    return getattr(globals_.get(code.co_name), "__code__", None) is code
+
+
+class _Recorder:
+    """Lines per file and the first calls of module-level functions of one process."""
+
+    def __init__(self):
+        self.name = None
+        self.lines = {}  # relpath -> set of line numbers (sys.monitoring, settrace)
+        self.coverage = None
+        self.calls = []
+        self.call_bytes = 0
+        self.seen = {}  # code -> calls started so far (targets), or -1 (not a target)
+        self.pending = {}  # frame -> the call record awaiting its result
+        self.written = False
+
+    # -- calls -------------------------------------------------------------------------------
+    def target(self, code, frame):
+        """Whether this call of ``code`` is one of the first calls to record (counts it)."""
+        n = self.seen.get(code)
+        if n is None:
+            rel = _relpath(code.co_filename)
+            ok = (
+                rel is not None
+                and not code.co_flags & _GENERATOR_FLAGS
+                and _is_module_level(code, frame.f_globals)
+            )
+            n = 0 if ok else -1
+        if n < 0 or n >= _MAX_CALLS:
+            self.seen[code] = n
+            return False
+        self.seen[code] = n + 1
+        return True
+
+    def enter(self, code, frame):
+        if self.call_bytes >= _MAX_CALL_BYTES:
+            return
+        try:
+            local = frame.f_locals
+            nargs = code.co_argcount + code.co_kwonlyargcount
+            names = code.co_varnames
+            args, kwargs = {}, {}
+            for i, name in enumerate(names[:nargs]):
+                target = args if i < code.co_argcount else kwargs
+                target[name] = _data(local[name])
+            if code.co_flags & 0x04:  # *args
+                args[names[nargs]] = _data(list(local[names[nargs]]))
+                nargs += 1
+            if code.co_flags & 0x08:  # **kwargs
+                for key, value in local[names[nargs]].items():
+                    kwargs[key] = _data(value)
+            rel = _relpath(code.co_filename)
+            self.pending[frame] = {
+                "module": _module_name(frame.f_globals, rel),
+                "function": code.co_name,
+                "args": args,
+                "kwargs": kwargs,
+            }
+        except BaseException:
+            pass
+
+    def leave(self, frame, value, returned=True):
+        record = self.pending.pop(frame, None)
+        if record is None or not returned:
+            return
+        self.store(record, value)
+
+    # -- the recorders -------------------------------------------------------------------------
+    def start(self):
+        wanted = _os.environ.get("SABENCH_TRACE_RECORDER", "")
+        order = [wanted] if wanted else []
+        # sys.monitoring stops each line after its first hit: exact and cheaper than a tracer
+        order += ["sys.monitoring", "coverage", "settrace"]
+        for name in order:
+            try:
+                if getattr(self, "_start_" + name.replace(".", "_"))():
+                    return
+            except BaseException:
+                self.name = None
+
+    def _start_sys_monitoring(self):
+        mon = getattr(_sys, "monitoring", None)
+        if mon is None:
+            return False
+        for tool in (4, 3, 2):
+            try:
+                mon.use_tool_id(tool, "sabench-trace")
+                break
+            except ValueError:
+                continue
+        else:
+            return False
+        ev, disable = mon.events, mon.DISABLE
+        lines, seen, pending, relpath = self.lines, self.seen, self.pending, _relpath
+        watched = set()
+        getframe = _sys._getframe
+
+        def done(code):
+            n = seen.get(code, -1)
+            return (n < 0 or n >= _MAX_CALLS) and not any(f.f_code is code for f in pending)
+
+        def on_start(code, offset):
+            try:
+                rel = relpath(code.co_filename)
+                if rel is None:
+                    return disable
+                frame = getframe(1)
+                if code not in watched:
+                    watched.add(code)
+                    lines.setdefault(rel, set())
+                    wanted = ev.LINE
+                    if self.target(code, frame):
+                        wanted |= ev.PY_RETURN
+                        self.enter(code, frame)
+                    mon.set_local_events(tool, code, wanted)
+                elif self.target(code, frame):
+                    self.enter(code, frame)
+                if pending:
+                    mon.set_events(tool, ev.PY_START | ev.PY_UNWIND)
+                return disable if done(code) else None
+            except BaseException:
+                return disable
+
+        def on_line(code, line):
+            try:
+                lines[relpath(code.co_filename)].add(line)
+            except BaseException:
+                pass
+            return disable
+
+        def on_return(code, offset, value):
+            try:
+                frame = getframe(1)
+                if frame in pending:
+                    self.leave(frame, value)
+                    if not pending:
+                        mon.set_events(tool, ev.PY_START)
+                    return None
+                return disable if done(code) else None
+            except BaseException:
+                return None
+
+        def on_unwind(code, offset, exc):
+            try:
+                frame = getframe(1)
+                if frame in pending:
+                    self.leave(frame, None, returned=False)
+                    if not pending:
+                        mon.set_events(tool, ev.PY_START)
+            except BaseException:
+                pass
+
+        mon.register_callback(tool, ev.PY_START, on_start)
+        mon.register_callback(tool, ev.LINE, on_line)
+        mon.register_callback(tool, ev.PY_RETURN, on_return)
+        mon.register_callback(tool, ev.PY_UNWIND, on_unwind)
+        mon.set_events(tool, ev.PY_START)
+        self.name = "sys.monitoring"
+
+        def after_fork():  # events disabled in the parent fire again for the child's own record
+            watched.clear()
+            mon.restart_events()
+
+        self.after_fork = after_fork
+        return True
+
+    def _start_coverage(self):
+        import coverage
+
+        cov = coverage.Coverage(
+            data_file=None,
+            include=[_PREFIX + "*"],
+            branch=False,
+            config_file=False,
+            auto_data=False,
+        )
+        try:  # its warnings ("no data was collected") are not the program's output
+            cov._warn = lambda *args, **kwargs: None
+        except Exception:
+            pass
+        cov.start()
+        self.coverage = cov
+        self.name = "coverage " + coverage.__version__
+        if _os.environ.get("SABENCH_TRACE_CALLS", "1") != "0":  # "0": lines only (benchmarks)
+            self._wrap_calls()
+        return True
+
+    def _wrap_calls(self):
+        """Calls by wrapping (before 3.12, beside coverage's tracer): see _Wrapping."""
+        _Wrapping(self).install()
+
+    def store(self, record, result):
+        """Add a finished call's record (``result`` encoded here) within the bytes cap."""
+        try:
+            record["result"] = _data(result)
+            import json
+
+            size = len(json.dumps(record))
+            if self.call_bytes + size <= _MAX_CALL_BYTES:
+                self.calls.append(record)
+            self.call_bytes += size
+        except BaseException:
+            pass
+
+    def _start_settrace(self):
+        import threading
+
+        lines, relpath = self.lines, _relpath
+        returning = _return_opcodes()
+
+        def tracer(frame, event, arg):
+            if event != "call":
+                return None
+            code = frame.f_code
+            rel = relpath(code.co_filename)
+            if rel is None:
+                return None
+            hit = lines.setdefault(rel, set())
+            if self.target(code, frame):
+                self.enter(code, frame)
+
+            def local(frame, event, arg):
+                if event == "line":
+                    hit.add(frame.f_lineno)
+                elif event == "return" and frame in self.pending:
+                    self.leave(frame, arg, _returned(frame, returning))
+                return local
+
+            return local
+
+        _sys.settrace(tracer)
+        threading.settrace(tracer)
+        self.name = "settrace"
+        return True
+
+    # -- output ------------------------------------------------------------------------------------
+    def reset_in_child(self):
+        """After fork: the child writes its own file with what it runs itself."""
+        self.written = False
+        self.calls, self.call_bytes = [], 0
+        self.seen.clear()
+        self.pending.clear()
+        for hit in self.lines.values():
+            hit.clear()
+        after = getattr(self, "after_fork", None)
+        if after is not None:
+            after()
+
+    def collect_lines(self):
+        out = {rel: sorted(n for n in hit if n > 0) for rel, hit in self.lines.items() if hit}
+        if self.coverage is not None:
+            self.coverage.stop()
+            data = self.coverage.get_data()
+            for path in data.measured_files():
+                rel = _relpath(path)
+                found = [n for n in data.lines(path) or () if n > 0]
+                if rel is not None and found:
+                    out[rel] = sorted(set(out.get(rel, ())) | set(found))
+        return out
+
+    def write(self):
+        if self.written or self.name is None:
+            return
+        self.written = True
+        import json
+
+        lines = self.collect_lines()
+        if not lines and not self.calls:
+            return
+        record = {
+            "version": 1,
+            "recorder": self.name,
+            "python": "%d.%d.%d" % _sys.version_info[:3],
+            "argv0": str(_sys.argv[0]) if getattr(_sys, "argv", None) else "",
+            "lines": lines,
+            "calls": self.calls,
+        }
+        folder = _os.path.join(_ROOT, _TRACE_DIR)
+        _os.makedirs(folder, exist_ok=True)
+        pid = _os.getpid()
+        name, n = "%d.json" % pid, 0
+        while _os.path.exists(_os.path.join(folder, name)):
+            n += 1
+            name = "%d-%d.json" % (pid, n)
+        tmp = _os.path.join(folder, ".%s.tmp" % name)
+        with open(tmp, "w") as fh:
+            json.dump(record, fh, separators=(",", ":"))
+        _os.replace(tmp, _os.path.join(folder, name))
+
+
+class _Wrapping:
+    """Records calls before 3.12 by wrapping functions (sys.setprofile cost 3x on a tight loop).
+
+    A sys.meta_path finder gives the loader of every module under the root an ``exec_module``
+    that, once the module has run, replaces each of its module-level plain functions (not a
+    generator, not decorated into something else) with a recording wrapper (functools.wraps: same
+    name, qualname, doc, ``__wrapped__``; pickles by name). After its first _MAX_CALLS calls a
+    wrapper costs one check and one call. The ``__main__`` script defines its functions while it
+    runs, so a profile function watches only until the script's body is past its last ``def``:
+    it wraps them at the first event after their definition and records a call already under way
+    itself, giving it up (and switching off) after _PROFILE_BUDGET events.
+    """
+
+    def __init__(self, recorder):
+        self.rec = recorder
+        self.counter_of = {}  # id(original function) -> its wrapper's [calls so far]
+        self.handlers = {}  # id(original function) -> (wrapper, its handler, counter)
+        self.wrappers = set()  # their ids
+        self.wrapped = {}  # id(original function) -> (original, wrapper)
+        self.modules = []  # the globals of the submission modules seen, for the fix-up
+        self.busy = set()
+
+    def install(self):
+        _sys.meta_path.insert(0, _Finder(self))
+        main = _sys.modules.get("__main__")
+        if main is not None:
+            _MainWatch(self, main.__dict__).start()
+
+        self.rec.after_fork = self.rearm
+
+    def wrap_module(self, namespace, only=None):
+        """Wrap the module-level functions defined in ``namespace`` (a module's globals)."""
+        name = namespace.get("__name__")
+        filename = namespace.get("__file__")
+        if name == "__main__":
+            filename = None
+        if namespace not in self.modules:
+            self.modules.append(namespace)
+        new = {}
+        for key, fn in list(namespace.items()):
+            if (
+                type(fn) is not _FunctionType
+                or id(fn) in self.wrappers
+                or (only is not None and fn.__code__ not in only)
+            ):
+                continue
+            code = fn.__code__
+            if (
+                fn.__module__ != name
+                or (filename is not None and code.co_filename != filename)
+                or fn.__name__ != key
+                or code.co_flags & _GENERATOR_FLAGS
+                or not _is_module_level(code, namespace)
+                or _relpath(code.co_filename) is None
+            ):
+                continue
+            pair = self.wrapped.get(id(fn))
+            if pair is None:
+                pair = (fn, self.wrapper(fn, _module_name(namespace, _relpath(code.co_filename))))
+                self.wrapped[id(fn)] = pair
+                new[id(fn)] = pair
+            namespace[key] = pair[1]
+        if new:  # a module that took a name from this one before it finished gets the wrapper
+            for other in self.modules:
+                if other is namespace:
+                    continue
+                for key, value in list(other.items()):
+                    pair = new.get(id(value))
+                    if pair is not None and pair[0] is value:
+                        other[key] = pair[1]
+        return new
+
+    def wrapper(self, fn, module):
+        """A function object that records calls of ``fn``, then becomes ``fn`` (same code,
+        globals and defaults: no extra call) once it has seen _MAX_CALLS of them."""
+        import functools
+
+        counter = self.counter_of[id(fn)] = [0]
+        wrapper = _FunctionType(_template.__code__, fn.__globals__, fn.__name__)
+        record = self.record
+
+        def handle(args, kwargs):
+            self.count(fn)
+            return record(fn, module, args, kwargs)
+
+        self.handlers[id(fn)] = (wrapper, handle, counter)
+        self.wrappers.add(id(wrapper))
+        wrapper.__kwdefaults__ = {"_sabench_call": handle}
+        return functools.update_wrapper(wrapper, fn)
+
+    def count(self, fn):
+        """Count a call of ``fn``; at the cap its wrapper turns into ``fn``."""
+        wrapper, _handle, counter = self.handlers[id(fn)]
+        counter[0] += 1
+        if counter[0] >= _MAX_CALLS and not fn.__code__.co_freevars:
+            wrapper.__code__ = fn.__code__
+            wrapper.__defaults__, wrapper.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+
+    def rearm(self):
+        """In a forked child: every wrapper records the child's own first calls."""
+        for wrapper, handle, counter in self.handlers.values():
+            counter[0] = 0
+            wrapper.__code__ = _template.__code__
+            wrapper.__defaults__, wrapper.__kwdefaults__ = None, {"_sabench_call": handle}
+
+    def record(self, fn, module, args, kwargs):
+        entry = self.enter(fn, module, args, kwargs)
+        result = fn(*args, **kwargs)
+        if entry is not None:
+            self.rec.store(entry, result)
+        return result
+
+    def enter(self, fn, module, args, kwargs):
+        """The record of a call (its arguments as a frame would hold them), or None."""
+        if self.rec.call_bytes >= _MAX_CALL_BYTES:
+            return None
+        try:
+            code = fn.__code__
+            names = code.co_varnames
+            npos, nkw = code.co_argcount, code.co_kwonlyargcount
+            posonly = code.co_posonlyargcount
+            values = dict(zip(names[:npos], args))
+            extra = list(args[npos:])
+            if extra and not code.co_flags & 0x04:
+                return None  # the call fails: it raises in fn
+            rest = {}
+            for key, value in kwargs.items():
+                if key in names[posonly : npos + nkw] and key not in values:
+                    values[key] = value
+                else:
+                    rest[key] = value
+            if rest and not code.co_flags & 0x08:
+                return None
+            defaults = fn.__defaults__ or ()
+            for i, name in enumerate(names[npos - len(defaults) : npos]):
+                values.setdefault(name, defaults[i])
+            for name, value in (fn.__kwdefaults__ or {}).items():
+                values.setdefault(name, value)
+            out_args, out_kwargs = {}, {}
+            for i, name in enumerate(names[: npos + nkw]):
+                target = out_args if i < npos else out_kwargs
+                target[name] = _data(values[name])
+            n = npos + nkw
+            if code.co_flags & 0x04:  # *args
+                out_args[names[n]] = _data(extra)
+                n += 1
+            if code.co_flags & 0x08:  # **kwargs
+                for key, value in rest.items():
+                    out_kwargs[key] = _data(value)
+            return {
+                "module": module,
+                "function": code.co_name,
+                "args": out_args,
+                "kwargs": out_kwargs,
+            }
+        except BaseException:
+            return None
+
+
+def _template(*args, _sabench_call=None, **kwargs):  # a wrapper's code until its cap
+    return _sabench_call(args, kwargs)
+
+
+class _Finder:
+    """First on sys.meta_path: asks the finders after it, and hooks the loader of a module whose
+    file is under the root (an ``exec_module`` on the loader object, so it stays what it was)."""
+
+    def __init__(self, wrapping):
+        self.wrapping = wrapping
+
+    def find_spec(self, name, path=None, target=None):
+        busy = self.wrapping.busy
+        if name in busy:
+            return None
+        busy.add(name)
+        try:
+            spec = None
+            after = False
+            for finder in list(_sys.meta_path):
+                if finder is self:
+                    after = True
+                    continue
+                if not after:
+                    continue
+                find = getattr(finder, "find_spec", None)
+                if find is None:
+                    return None  # a legacy finder: let the import system ask them all
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
+        finally:
+            busy.discard(name)
+        if spec is not None:
+            try:
+                self.hook(spec)
+            except Exception:
+                pass
+        return spec
+
+    def hook(self, spec):
+        loader = spec.loader
+        origin = spec.origin
+        if (
+            loader is None
+            or not isinstance(origin, str)
+            or not origin.endswith(".py")
+            or _relpath(origin) is None
+            or "exec_module" in getattr(loader, "__dict__", {"exec_module": 1})
+        ):
+            return
+        real = loader.exec_module
+        wrapping = self.wrapping
+
+        def exec_module(module):
+            real(module)
+            try:
+                wrapping.wrap_module(module.__dict__)
+            except Exception:
+                pass
+
+        loader.exec_module = exec_module
+
+
+class _MainWatch:
+    """Wraps the ``__main__`` script's functions as it defines them (see _Wrapping)."""
+
+    def __init__(self, wrapping, namespace):
+        self.wrapping = wrapping
+        self.ns = namespace
+        self.body = None
+        self.last_def = -1  # offset in the body of its last function definition
+        self.codes = None  # the body's module-level function code objects
+        self.size = -1
+        self.pending = None  # (frame, record, events at its start): a call under way
+        self.events = 0
+        self.returning = _return_opcodes()
+
+    def start(self):
+        _sys.setprofile(self.profile)
+
+    def stop(self):
+        _sys.setprofile(None)
+        self.pending = None
+        self.size = -1
+        self.scan()
+
+    def scan(self):
+        if self.codes is not None and len(self.ns) != self.size:
+            self.size = len(self.ns)
+            self.wrapping.wrap_module(self.ns, self.codes)
+
+    def begin(self, frame):
+        code = frame.f_code
+        if _relpath(code.co_filename) is None:
+            return self.stop()
+        import dis
+
+        codes = set()
+        for ins in dis.get_instructions(code):
+            const = ins.argval
+            if (
+                ins.opname == "LOAD_CONST"
+                and type(const) is type(code)
+                and const.co_flags & 0x02  # a function's (a class body's has no CO_NEWLOCALS)
+                and not const.co_name.startswith("<")
+            ):
+                codes.add(const)
+                self.last_def = ins.offset
+        self.body, self.codes = frame, codes
+        if not codes:
+            self.stop()
+
+    def profile(self, frame, event, arg):
+        try:
+            body = self.body
+            if body is None:
+                if event == "call" and frame.f_globals is self.ns:
+                    self.begin(frame)
+                return
+            self.events += 1
+            pending = self.pending
+            if pending is not None:
+                if frame is pending[0] and event == "return":
+                    self.pending = None
+                    if _returned(frame, self.returning):
+                        self.wrapping.rec.store(pending[1], arg)
+                elif self.events - pending[2] > _PENDING_BUDGET:
+                    self.pending = None  # a long call: not recorded, and no longer watched
+                else:
+                    return
+            if frame is body:
+                if event == "return":
+                    return self.stop()
+            elif frame.f_back is not body:
+                if self.events > _PROFILE_BUDGET:
+                    self.stop()
+                return
+            self.scan()
+            if event == "call" and frame.f_code in self.codes and frame.f_globals is self.ns:
+                self.under_way(frame)
+            if self.pending is None and (
+                body.f_lasti > self.last_def or self.events > _PROFILE_BUDGET
+            ):
+                self.stop()
+        except BaseException:
+            _sys.setprofile(None)
+
+    def under_way(self, frame):
+        """A call of a script function that started before it was wrapped: recorded here."""
+        code = frame.f_code
+        for original, _wrapper in list(self.wrapping.wrapped.values()):
+            if original.__code__ is code:
+                break
+        else:
+            return
+        counter = self.wrapping.counter_of.get(id(original))
+        if counter is None or counter[0] >= _MAX_CALLS:
+            return
+        self.wrapping.count(original)
+        local = frame.f_locals
+        names = code.co_varnames
+        npos, nkw = code.co_argcount, code.co_kwonlyargcount
+        args = [local[n] for n in names[:npos]]
+        kwargs = {n: local[n] for n in names[npos : npos + nkw]}
+        n = npos + nkw
+        if code.co_flags & 0x04:
+            args += list(local[names[n]])
+            n += 1
+        if code.co_flags & 0x08:
+            kwargs.update(local[names[n]])
+        entry = self.wrapping.enter(original, None, tuple(args), kwargs)
+        if entry is not None:
+            entry["module"] = _module_name(self.ns, _relpath(code.co_filename))
+            self.pending = (frame, entry, self.events)
+
+
+def _return_opcodes():
+    import dis
+
+    return {dis.opmap[n] for n in ("RETURN_VALUE", "RETURN_CONST") if n in dis.opmap}
+
+
+def _returned(frame, opcodes):
+    """Whether a frame leaves by a return (not an exception): its last instruction returns."""
+    try:
+        return frame.f_code.co_code[frame.f_lasti] in opcodes
+    except Exception:
+        return False
+
+
+_recorder = None
+
+
+def _flush():
+    try:
+        if _recorder is not None:
+            _recorder.write()
+    except BaseException:
+        pass
+
+
+def _install():
+    global _recorder
+    if _sys.version_info < (3, 8) or not _os.path.isdir(_ROOT):
+        return
+    recorder = _Recorder()
+    recorder.start()
+    if recorder.name is None:
+        return
+    _recorder = recorder
+    import atexit
+
+    atexit.register(_flush)
+    real_exit = _os._exit
+
+    def _exit(status):  # multiprocessing's forked workers end with os._exit: write first
+        _flush()
+        real_exit(status)
+
+    _os._exit = _exit
+
+    def in_child():
+        try:
+            recorder.reset_in_child()
+        except BaseException:
+            pass
+
+    if hasattr(_os, "register_at_fork"):
+        _os.register_at_fork(after_in_child=in_child)
+
+
+try:
+    if _os.environ.get("SABENCH_TRACE", "1") != "0":
+        _install()
+except BaseException:
+    pass
+_chain_sitecustomize()

@@ -1,0 +1,340 @@
+"""The execution trace: what a run's own Python processes record (sandbox/trace_site.py) and how
+the host merges it (sabench.runtrace)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sabench.execute import RECORD_KEYS, execute_run
+from sabench.runtrace import TRACE_DIR, install_site, read_trace, with_lines
+from sabench.sandbox import get_backend
+
+METRICS = """import numpy as np
+
+
+def rmse(a, b):
+    d = a - b
+    return float(np.sqrt(np.mean(d * d)))
+
+
+def never_called(x):
+    y = x + 1
+    return y
+
+
+def scale(model, factor=2):
+    return factor
+"""
+
+MAIN = """import subprocess
+import sys
+
+import numpy as np
+
+from esl.metrics import rmse, scale
+
+
+def pick(flag):
+    if flag:
+        return "taken"
+    return "not taken"
+
+
+print(rmse(np.arange(4.0), np.zeros(4)))
+rmse(np.ones(3), np.ones(3))
+rmse(np.ones(3), np.zeros(3))
+scale(object(), factor=3)
+pick(True)
+subprocess.run([sys.executable, "child.py"], check=True)
+"""
+
+CHILD = """def child_only():
+    return 7
+
+
+child_only()
+"""
+
+CRASH = """def before_crash(n):
+    return n * 2
+
+
+before_crash(21)
+raise SystemExit("boom" if before_crash(1) else "never")
+"""
+
+IMAGE_SITE = """import os
+with open("/submission/chained.txt", "w") as fh:
+    fh.write("image sitecustomize ran")
+"""
+
+SCRIPT = """set -e
+python main.py
+PYTHONPATH="$PYTHONPATH:/submission/imgsite" python -c "print('chain')"
+python crash.py || true
+echo '{"acc": 1}' > results.json
+"""
+
+
+@pytest.fixture(scope="module")
+def bwrap_ok() -> None:
+    ok, why = get_backend("bwrap").available()
+    if not ok:
+        pytest.skip(f"bwrap unavailable: {why}")
+
+
+def _submission(root: Path) -> Path:
+    sub = root / "submission"
+    (sub / "esl").mkdir(parents=True)
+    (sub / "imgsite").mkdir()
+    (sub / "esl" / "__init__.py").write_text("")
+    (sub / "esl" / "metrics.py").write_text(METRICS)
+    (sub / "main.py").write_text(MAIN)
+    (sub / "child.py").write_text(CHILD)
+    (sub / "crash.py").write_text(CRASH)
+    (sub / "imgsite" / "sitecustomize.py").write_text(IMAGE_SITE)
+    (sub / "reproduce.sh").write_text(SCRIPT)
+    return sub
+
+
+def _run(tmp_path: Path, env: Path, backend: str) -> tuple[dict, Path]:
+    sub = _submission(tmp_path)
+    run = tmp_path / "run"
+    record = execute_run(
+        sub,
+        run / "executed",
+        None,
+        run / "execution.json",
+        run / "execution.log",
+        {"backend": backend, "python_env": env, "time_limit_s": 60, "mem_mb": 1024},
+    )
+    assert record["status"] == "ok", (record, (run / "execution.log").read_text())
+    return record, run / "executed"
+
+
+def _array(value: dict) -> np.ndarray:
+    dtype, shape, data = value["__nd__"]
+    return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape)
+
+
+@pytest.mark.bwrap
+def test_bwrap_run_records_lines_and_calls(
+    sandbox_env: Path, bwrap_ok: None, tmp_path: Path
+) -> None:
+    record, executed = _run(tmp_path, sandbox_env, "bwrap")
+    assert tuple(sorted(record)) == tuple(sorted(RECORD_KEYS))
+    trace = read_trace(executed)
+    assert trace is not None and trace.recorder.startswith("coverage ")
+    # main.py, child.py, crash.py, and the chained -c process (it imports the image's site file)
+    assert trace.processes == 4
+    assert record["trace"] == trace.summary() and record["trace"]["processes"] == 4
+    # the trace is neither a file the run made nor a metric
+    made = [f for f in record["files_created"] if "__pycache__" not in f]
+    assert made == ["chained.txt", "results.json"]
+    assert record["metrics"] == {"acc": 1}
+    metrics = trace.lines["esl/metrics.py"]
+    assert {1, 4, 5, 6, 9, 14, 15} <= metrics  # imports, defs, rmse's body, scale's body
+    assert not {10, 11} & metrics  # never_called's body
+    main = trace.lines["main.py"]
+    assert {10, 11} <= main and 12 not in main  # the branch not taken
+    assert trace.lines["child.py"] == frozenset({1, 2, 5})  # a child process's own file
+    assert trace.lines["crash.py"] == frozenset({1, 2, 5, 6})  # it raised, and still wrote
+    assert trace.lines["imgsite/sitecustomize.py"] == frozenset({1, 2, 3})  # the chain ran
+    assert (executed / "chained.txt").read_text() == "image sitecustomize ran"
+
+    calls = [c for c in trace.calls if c["function"] == "rmse"]
+    assert len(calls) == 2  # the first two of three
+    assert calls[0]["module"] == "esl.metrics" and calls[0]["kwargs"] == {}
+    np.testing.assert_array_equal(_array(calls[0]["args"]["a"]), np.arange(4.0))
+    np.testing.assert_array_equal(_array(calls[0]["args"]["b"]), np.zeros(4))
+    assert calls[0]["result"] == pytest.approx(np.sqrt(3.5)) and calls[1]["result"] == 0.0
+    by_name = {c["function"]: c for c in trace.calls}
+    assert "scale" not in by_name  # an argument that is not data: nothing recorded
+    assert "never_called" not in by_name
+    assert by_name["pick"] == {
+        "module": "main",
+        "function": "pick",
+        "args": {"flag": True},
+        "kwargs": {},
+        "result": "taken",
+    }
+    assert by_name["child_only"]["result"] == 7
+    assert [c["args"] for c in trace.calls if c["function"] == "before_crash"] == [
+        {"n": 21},
+        {"n": 1},
+    ]
+
+    execution = json.loads((tmp_path / "run" / "execution.json").read_text())
+    seen = with_lines(execution, executed)
+    assert seen is not None and seen["lines_run"]["child.py"] == [1, 2, 5]
+    assert "lines_run" not in execution
+
+
+def test_local_backend_traces_the_workdir(sandbox_env: Path, tmp_path: Path) -> None:
+    record, executed = _run(tmp_path, sandbox_env, "local")
+    trace = read_trace(executed)
+    # three: the script's /submission/imgsite is no path outside a sandbox, so no chained file
+    assert trace is not None and record["trace"]["processes"] == 3
+    assert trace.lines["child.py"] == frozenset({1, 2, 5})
+    assert all(not rel.startswith("/") for rel in trace.lines)
+
+
+# --- wrapping (Python < 3.12 records calls by wrapping functions, not sys.setprofile) -----------
+
+LIB = """import functools
+
+
+def twice(x):
+    \"\"\"Doubles.\"\"\"
+    return x * 2
+
+
+@functools.lru_cache(maxsize=None)
+def cached(x):
+    return x + 1
+
+
+def deco(fn):
+    def inner(*args):
+        return fn(*args)
+
+    return inner
+
+
+@deco
+def decorated(x):
+    return x
+
+
+class Box:
+    def get(self, x):
+        return x
+
+
+def counted(n):
+    yield n
+"""
+
+CYCLE_A = """def early(x):
+    return x + 1
+
+
+import cyc.b  # b takes early by name while this module is not done
+"""
+
+CYCLE_B = """from cyc.a import early
+
+DURING = early(0)  # before cyc.a finished: not wrapped yet, not recorded
+
+
+def use():
+    return early(5)
+"""
+
+WRAP_MAIN = """import pickle
+import sys
+
+import cyc.a
+import cyc.b
+from pkg.lib import Box, cached, counted, decorated, twice
+
+assert [twice(i) for i in range(5)] == [0, 2, 4, 6, 8]  # recorded twice, then plain
+assert twice.__name__ == "twice" and twice.__qualname__ == "twice"
+assert twice.__doc__ == "Doubles." and twice.__wrapped__.__module__ == "pkg.lib"
+assert twice.__code__ is twice.__wrapped__.__code__  # after the cap: no wrapper left to call
+assert pickle.loads(pickle.dumps(twice)) is twice
+assert type(cached).__name__ == "_lru_cache_wrapper" and cached(1) == 2 and cached(1) == 2
+assert decorated.__qualname__ == "deco.<locals>.inner" and decorated(3) == 3
+assert Box().get(4) == 4 and list(counted(2)) == [2]
+assert cyc.b.use() == 6
+print("ok", file=sys.stderr)
+"""
+
+
+def test_wrapping_records_first_calls_and_leaves_the_rest(
+    sandbox_env: Path, tmp_path: Path
+) -> None:
+    sub = tmp_path / "submission"
+    for name, text in {
+        "pkg/__init__.py": "",
+        "pkg/lib.py": LIB,
+        "cyc/__init__.py": "",
+        "cyc/a.py": CYCLE_A,
+        "cyc/b.py": CYCLE_B,
+        "main.py": WRAP_MAIN,
+    }.items():
+        (sub / name).parent.mkdir(parents=True, exist_ok=True)
+        (sub / name).write_text(text)
+    site = install_site(tmp_path / "site")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "SABENCH_TRACE_ROOT": str(sub)}
+    done = subprocess.run(
+        [str(sandbox_env / "bin" / "python"), "main.py"], cwd=sub, env=env, capture_output=True
+    )
+    assert done.returncode == 0 and done.stderr.decode().strip() == "ok", done.stderr.decode()
+    trace = read_trace(sub)
+    assert trace is not None and trace.processes == 1
+    calls = [(c["module"], c["function"], c["args"], c["result"]) for c in trace.calls]
+    assert [c for c in calls if c[1] == "twice"] == [
+        ("pkg.lib", "twice", {"x": 0}, 0),
+        ("pkg.lib", "twice", {"x": 1}, 2),
+    ]
+    # the name b took before cyc.a finished is swapped for the wrapper once it has: use()'s call
+    # is recorded; the one b made while cyc.a was still importing is not (a documented limit)
+    assert [c for c in calls if c[1] == "early"] == [("cyc.a", "early", {"x": 5}, 6)]
+    # an lru_cache, a function a decorator replaced, a class, a generator: left alone
+    assert not {"cached", "decorated", "inner", "get", "counted"} & {c[1] for c in calls}
+
+
+# --- the host side -------------------------------------------------------------------------------
+
+
+def _write(folder: Path, name: str, data: object) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    text = data if isinstance(data, str) else json.dumps(data)
+    (folder / name).write_text(text)
+
+
+def test_read_trace_merges_and_skips_malformed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert read_trace(tmp_path) is None
+    assert with_lines(None, tmp_path) is None
+    assert with_lines({"status": "ok"}, tmp_path) == {"status": "ok"}
+    folder = tmp_path / TRACE_DIR
+    call = {"module": "m", "function": "f", "args": {"x": 1}, "kwargs": {}, "result": 2}
+    one = {"version": 1, "recorder": "coverage 7.18.0", "lines": {"a.py": [3, 1]}, "calls": [call]}
+    two = {"version": 1, "recorder": "settrace", "lines": {"a.py": [2], "b/c.py": [5]}}
+    _write(folder, "10.json", one)
+    _write(folder, "11.json", two)
+    _write(folder, "12.json", "{not json")
+    _write(folder, "13.json", {"version": 2, "lines": {}})
+    _write(folder, "14.json", {"version": 1, "lines": ["a.py"]})
+    _write(folder, "15.json", {"version": 1, "lines": {"/etc/x.py": [1], "d.py": [0, True, 4]}})
+    _write(folder, ".16.json.tmp", "half")
+    with caplog.at_level(logging.WARNING, logger="sabench.runtrace"):
+        trace = read_trace(tmp_path)
+    assert trace is not None
+    assert trace.lines == {
+        "a.py": frozenset({1, 2, 3}),
+        "b/c.py": frozenset({5}),
+        "d.py": frozenset({4}),
+    }
+    assert trace.calls == (call,)
+    assert trace.processes == 3
+    assert trace.recorder == "coverage 7.18.0, settrace, unknown"
+    assert sum("skipped" in r.getMessage() for r in caplog.records) == 3
+    assert trace.summary() == {
+        "recorder": "coverage 7.18.0, settrace, unknown",
+        "processes": 3,
+        "files": 3,
+        "lines": 5,
+    }
+    seen = with_lines({"status": "ok"}, tmp_path)
+    assert seen == {"status": "ok", "lines_run": {"a.py": [1, 2, 3], "b/c.py": [5], "d.py": [4]}}
