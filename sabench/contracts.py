@@ -26,7 +26,13 @@ FAILURE_MODES = (
     "cited_work_confusion",
     "external_knowledge_gap",
     "fabricated_result",
+    "crashed_under_check",
+    "check_dependent",
 )
+#: The code under test ended or hung its check (exit, a kill of the check's process, a hang).
+CRASHED = "crashed_under_check"
+#: The code under test returned under a check what it did not return in its own run.
+CHECK_DEPENDENT = "check_dependent"
 #: Verdicts whose score is fixed; ``partial`` keeps the judge's own score, ``error`` is excluded.
 VERDICT_SCORES = {"aligned": 1.0, "drifted": 0.0, "missing": 0.0, "placeholder": 0.0}
 

@@ -44,6 +44,8 @@ FAILURE_MODE_COLORS = {
     "cited_work_confusion": "#26a69a",
     "external_knowledge_gap": "#ec407a",
     "fabricated_result": "#d50000",
+    "crashed_under_check": "#ff6f00",
+    "check_dependent": "#b71c1c",
 }
 DIMENSION_COLORS = {
     "overall": "#37474f",

@@ -106,7 +106,9 @@ def run_scores(judgments: pd.DataFrame) -> pd.DataFrame:
     """Per run and judge: the mean claim score per dimension and the mean of those (``overall``).
 
     ``n_saus`` counts the scored claims, ``n_error`` the excluded ones; a dimension with only errors
-    has a NaN score and does not enter ``overall``.
+    has a NaN score and does not enter ``overall``. A score that would rest on fewer SAUs than
+    were left out (``n_error > n_saus``) is withheld (NaN): errors are not the submission's, but
+    a score of the few claims left says little of the run (``coverage.n_runs_unscored``).
     """
     if judgments.empty:
         return pd.DataFrame(columns=RUN_SCORE_COLUMNS)
@@ -130,8 +132,13 @@ def run_scores(judgments: pd.DataFrame) -> pd.DataFrame:
     out = pd.concat([overall, dims], ignore_index=True)[RUN_SCORE_COLUMNS]
     out["n_saus"] = out["n_saus"].astype("int64")
     out["n_error"] = out["n_error"].astype("int64")
-    out["score"] = out["score"].astype(float)
+    out["score"] = out["score"].astype(float).where(~withheld(out))
     return sort_by_dimension(out, ["agent", "paper", "seed", "judge", "dimension"])
+
+
+def withheld(runs: pd.DataFrame) -> pd.Series:
+    """Rows of ``scores_by_run`` whose score is withheld: more SAUs in error than scored."""
+    return runs["n_error"] > runs["n_saus"]
 
 
 def paper_scores(runs: pd.DataFrame) -> pd.DataFrame:

@@ -473,3 +473,33 @@ def test_cli_discovers_runs(tmp_path: Path) -> None:
         check=False,
     )
     assert bad.returncode == 0 and "No scores" in bad.stdout
+
+
+def test_coverage_counts_the_runs_whose_score_is_withheld() -> None:
+    """A run with more SAUs in error than judged has no score (scoring.run_scores); coverage says
+    how many such runs each agent and judge has, so the missing score is explained."""
+    from sabench import scoring
+
+    judged = [("A", "P1", "0", f"s{i}", "D2", "aligned", 1.0) for i in range(2)]
+    judged += [("A", "P1", "0", f"e{i}", "D2", "error", math.nan) for i in range(3)]
+    judged += [
+        ("A", "P2", "0", "s0", "D2", "aligned", 1.0),
+        ("A", "P2", "0", "e0", "D2", "error", math.nan),
+    ]
+    frame = pd.DataFrame(
+        judged, columns=["agent", "paper", "seed", "sau_id", "dimension", "verdict", "score"]
+    ).assign(judge="exec", failure_mode=None)
+    scores = scoring.run_scores(frame)
+    runs = pd.DataFrame(
+        {"agent": ["A", "A"], "paper": ["P1", "P2"], "seed": ["0", "0"], "execution_status": "ok"}
+    )
+    counts = pd.DataFrame(
+        {"n_saus_judged": [3], "n_saus_error": [4]},
+        index=pd.MultiIndex.from_tuples([("A", "exec")]),
+    )
+    cov = agg.coverage(runs, counts, ["exec"], scores=scores)
+    assert (
+        cov.loc[0, "n_runs_unscored"] == 1
+    )  # P1 (2 judged, 3 errors); P2 (1 and 1) keeps its score
+    withheld = scores[(scores["paper"] == "P1") & (scores["dimension"] == "overall")]
+    assert withheld["score"].isna().all()

@@ -123,20 +123,17 @@ def runtime(sandbox_env: Path) -> dict:
     return resolve_runtime({"backend": "bwrap", "python_env": str(sandbox_env)})
 
 
-def outcomes(submission: Path, runtime: dict, view_root: Path) -> dict[str, str]:
-    """Every ridge check on ``submission``; the paper's view lies in ``view_root`` (never the repo)."""
-    view = view_root / "agent_view"
-    view.mkdir(exist_ok=True)
-    (view / "paper.md").write_text("# Paper\n")
+def outcomes(submission: Path, runtime: dict) -> dict[str, str]:
+    """Every ridge check on ``submission``."""
     return {
-        path.stem: run_check(path.read_text(), submission, view, runtime, {"time_limit_s": 30})
+        path.stem: run_check(path.read_text(), submission, runtime, {"time_limit_s": 30})
         for path in CHECKS
     }
 
 
 @pytest.mark.bwrap
 def test_honest_reference_still_passes(runtime: dict, tmp_path: Path) -> None:
-    out = outcomes(REFERENCE, runtime, tmp_path)
+    out = outcomes(REFERENCE, runtime)
     assert {k: o.kind for k, o in out.items()} == {path.stem: "pass" for path in CHECKS}, out
 
 
@@ -148,10 +145,10 @@ def test_hostile_submission_never_passes(runtime: dict, tmp_path: Path, name: st
     for file, text in WRONG.items():
         (submission / file).write_text(text)
     (submission / "attack.py").write_text(ATTACKS[name])
-    out = outcomes(submission, runtime, tmp_path)
+    out = outcomes(submission, runtime)
     passed = {k: (o.detail, o.tail[-300:]) for k, o in out.items() if o.kind == "pass"}
     assert not passed, passed
-    assert all(o.kind in ("fail", "error") for o in out.values()), {
+    assert all(o.kind in ("fail", "crash") for o in out.values()), {
         k: (o.kind, o.detail) for k, o in out.items()
     }
 
@@ -163,7 +160,7 @@ def test_a_submission_named_like_numpy_shadows_nothing(runtime: dict, tmp_path: 
     for file, text in WRONG.items():
         (submission / file).write_text(text.replace("import attack\n", ""))
     (submission / "numpy.py").write_text(SHADOW_NUMPY)
-    out = outcomes(submission, runtime, tmp_path)
+    out = outcomes(submission, runtime)
     assert not [k for k, o in out.items() if o.kind == "pass"], out
 
 
@@ -209,9 +206,7 @@ else:
     raise AssertionError("an object crossed")
 lib.stub()
 """
-    view = tmp_path / "agent_view"
-    view.mkdir()
-    out = run_check(text, submission, view, runtime, {"time_limit_s": 30})
+    out = run_check(text, submission, runtime, {"time_limit_s": 30})
     assert out.kind == "placeholder", (out.detail, out.tail)
     assert out.where == ("lib.py", 13)
     assert "[code under test] making [0. 1. 2.]" in out.tail

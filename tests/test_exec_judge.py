@@ -19,7 +19,7 @@ from sabench.checks import (
     tree_digest,
 )
 from sabench.errors import UserError
-from sabench.execute import snapshot
+from sabench.execute import snapshot, trace_env
 from sabench.faults import Fault
 from sabench.judges.exec_judge import judge_exec, resolve_exec_settings
 from sabench.sandbox import get_backend
@@ -167,12 +167,12 @@ def test_tree_digest_ignores_bytecode_and_bookkeeping(tmp_path: Path) -> None:
 def test_cache_key_and_store(tmp_path: Path) -> None:
     env = {"backend": "bwrap", "python_env": "/env", "requirements": "abc"}
     limits = {"time_limit_s": 60, "mem_mb": 1024}
-    key = cache_key("assert 1", "sub", "paper", env, limits)
-    assert key != cache_key("assert 2", "sub", "paper", env, limits)
-    assert key != cache_key("assert 1", "sub2", "paper", env, limits)
-    assert key != cache_key("assert 1", "sub", "paper", {**env, "requirements": "def"}, limits)
-    assert key != cache_key("assert 1", "sub", "paper", {**env, "backend": "docker"}, limits)
-    assert key != cache_key("assert 1", "sub", "paper", env, limits, "s-D2-001")
+    key = cache_key("assert 1", "sub", env, limits)
+    assert key != cache_key("assert 2", "sub", env, limits)
+    assert key != cache_key("assert 1", "sub2", env, limits)
+    assert key != cache_key("assert 1", "sub", {**env, "requirements": "def"}, limits)
+    assert key != cache_key("assert 1", "sub", {**env, "backend": "docker"}, limits)
+    assert key != cache_key("assert 1", "sub", env, {**limits, "time_limit_s": 30})
     cache = CheckCache(tmp_path)
     assert cache.get(key) is None
     cache.put(key, Outcome("fail", "AssertionError", tail="tb", where=("m.py", 3)))
@@ -235,10 +235,7 @@ def executed(tmp_path: Path) -> Path:
 
 
 def check(text: str, executed: Path, runtime: dict, **limits: Any) -> Outcome:
-    view = executed.parent / "agent_view"
-    view.mkdir(exist_ok=True)
-    (view / "paper.md").write_text("# Paper\n")
-    return run_check(text, executed, view, runtime, {"time_limit_s": 20, **limits})
+    return run_check(text, executed, runtime, {"time_limit_s": 20, **limits})
 
 
 @pytest.mark.bwrap
@@ -284,7 +281,7 @@ def test_check_outcomes(executed: Path, runtime: dict, text: str, kind: str, wor
         ("writes to the system", "open('/etc/sabench-x', 'w').write('x')", "outside"),
         ("writes to the repo", f"open({str(Path.cwd() / 'x.txt')!r}, 'w')", "outside"),
         ("reads the SAUs", f"open({str(Path.cwd() / 'resources/papers')!r})", "outside"),
-        ("exits 0 from the code under test", "import os\nos._exit(0)", "before the runner"),
+        ("the check itself exits 0", "import os\nos._exit(0)", "before any code under test"),
         (
             "fills the disk",
             "f = open('big', 'wb')\nfor _ in range(40):\n    f.write(b'x' * (1 << 20))\nf.flush()",
@@ -318,7 +315,7 @@ def test_flood_is_capped_and_the_verdict_stands(executed: Path, runtime: dict) -
 def test_submission_exit_during_import_is_not_a_pass(executed: Path, runtime: dict) -> None:
     (executed / "runner.py").write_text("import sys\nprint('running')\nsys.exit(0)\n")
     out = check("import runner\nassert False", executed, runtime)
-    assert out.kind == "error" and "exited with status 0" in out.detail
+    assert out.kind == "crash" and "exited with status 0" in out.detail
     (executed / "runner.py").write_text("import sys\nsys.exit(2)\n")
     out = check("import runner", executed, runtime)
     assert out.kind == "fail" and "code under test exited with status 2" in out.detail
@@ -327,26 +324,40 @@ def test_submission_exit_during_import_is_not_a_pass(executed: Path, runtime: di
 
 @pytest.mark.bwrap
 def test_what_a_check_sees(executed: Path, runtime: dict) -> None:
-    """cwd and sys.path[0] are the submission copy; /check holds only the check and the runner;
-    /paper is the agent view; a submission file named like a stdlib module shadows nothing of the
-    runner's; writes stay in the copy."""
+    """cwd and sys.path[0] are the submission copy; no check, runner, paper or SAU anywhere the
+    code under test could look (files, mounts, environment); a submission file named like a
+    stdlib module shadows nothing of the runner's; writes stay in the copy."""
     (executed / "traceback.py").write_text("raise RuntimeError('shadowed')\n")
     (executed / "json.py").write_text("raise RuntimeError('shadowed')\n")
+    (executed / "look.py").write_text(
+        "import os, sys\n"
+        "def around():\n"
+        "    return {'cwd': os.getcwd(), 'files': sorted(os.listdir('.')),\n"
+        "            'env': {k: v for k, v in os.environ.items()},\n"
+        "            'mounts': [p for p in ('/sabench-check', '/paper') if os.path.exists(p)]}\n"
+    )
     text = """
 import os, sys
+import look
 assert os.getcwd() == "/submission", os.getcwd()
 assert sys.path[0] == "/submission", sys.path
-files = sorted(os.listdir("/sabench-check"))
-assert files == ["_sabench_runner.py", "check.py"], files
-assert open("/paper/paper.md").read() == "# Paper\\n"
-assert os.environ["PYTHONPATH"] == "/submission"
-assert "SABENCH_CHECK_NONCE" not in os.environ
-assert os.environ["SABENCH_SAU_ID"] == ""
+seen = look.around()
+assert seen["cwd"] == "/submission", seen
+files = [f for f in seen["files"] if f != "__pycache__"]
+assert files == ["json.py", "look.py", "model.py", "pkg", "results.json", "traceback.py"], seen
+assert seen["mounts"] == [], seen
+run_env = RUN_ENV
+marked = {k: v for k, v in seen["env"].items() if "check" in v or "sabench" in k.lower()}
+assert marked == run_env, (marked, run_env)
+assert not os.path.exists("/paper") and not os.path.exists("/sabench-check")
 os.remove("model.py")
 open("new.txt", "w").write("x")
 open("/tmp/scratch", "w").write("x")
 print("seen")
 """
+    # the run's own environment (the trace site), exactly as the execution stage sets it
+    run_env = trace_env("bwrap", executed, Path("/submission"))
+    text = text.replace("RUN_ENV", repr({k: v for k, v in run_env.items() if "SABENCH" in k}))
     before = snapshot(executed)
     out = check(text, executed, runtime)
     assert out.kind == "pass", (out.detail, out.tail)
@@ -390,7 +401,6 @@ def test_judge_runs_checks_once_then_from_the_cache(
             saus,
             execution(acc=0.9),
             executed=executed,
-            agent_view=None,
             runtime=runtime,
             settings=settings,
             backend=Counting(),

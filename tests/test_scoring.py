@@ -61,6 +61,22 @@ def test_run_scores_mean_of_dimension_means_with_errors_excluded() -> None:
     assert list(runs.columns) == scoring.RUN_SCORE_COLUMNS
 
 
+@pytest.mark.parametrize("n_scored,n_error", [(1, 2), (1, 7), (2, 3), (3, 3), (4, 1)])
+def test_a_score_resting_on_fewer_saus_than_errors_is_withheld(n_scored: int, n_error: int) -> None:
+    """Errors leave SAUs out; a run whose judged SAUs are outnumbered by its errors (a check
+    killed, a provider down for most of the run) gets no score, not a score of the few left."""
+    rows = [("A", "P", "0", f"s{i}", "D2", "aligned", 1.0) for i in range(n_scored)]
+    rows += [("A", "P", "0", f"e{i}", "D2", "error", math.nan) for i in range(n_error)]
+    runs = scoring.run_scores(judgments(rows))
+    for dim in ("overall", "D2"):
+        row = by(runs, dimension=dim)
+        assert (row["n_saus"], row["n_error"]) == (n_scored, n_error)
+        assert math.isnan(row["score"]) == (n_error > n_scored), row.to_dict()
+    agents = scoring.agent_scores(runs)
+    overall = agents[agents["dimension"] == "overall"].iloc[0]
+    assert overall["n_papers"] == (0 if n_error > n_scored else 1)
+
+
 def test_agent_score_averages_seeds_within_paper_before_papers() -> None:
     agents = scoring.agent_scores(scoring.run_scores(RUNS))
     overall = by(agents, dimension="overall")

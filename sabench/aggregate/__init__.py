@@ -94,6 +94,7 @@ COVERAGE_COLUMNS = [
     "n_runs_failed_execution",
     "n_saus_judged",
     "n_saus_error",
+    "n_runs_unscored",
 ]
 #: One row per run of the configured grid that has no current judgments of a judge (``judge``
 #: null: of any judge): the stage that did not complete, why (a fault cause of sabench.faults,
@@ -132,10 +133,12 @@ def coverage(
     grid: Sequence[Run] | None = None,
     judges: Sequence[str] | None = None,
     incomplete: pd.DataFrame | None = None,
+    scores: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Per agent and judge: runs in the grid, runs with current judgments and those without (with
     their causes, ``cause=count``), runs whose execution did not end ``ok``, SAUs scored and SAUs
-    with an ``error`` verdict (excluded from the scores, so reported here).
+    with an ``error`` verdict (excluded from the scores, so reported here), and runs whose score
+    is withheld because more of their SAUs are in error than scored (``scores``: scores_by_run).
 
     ``counts``: SAUs judged and in error per (agent, judge) (``stream.judgment_counts``);
     ``seen_judges``: the judges of the judgments, in first-seen order."""
@@ -149,6 +152,10 @@ def coverage(
     if not grid or not judge_names:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     failed = runs["execution_status"].notna() & (runs["execution_status"] != "ok")
+    unscored: pd.Series = pd.Series(dtype="int64")
+    if scores is not None and not scores.empty:
+        overall = scores[scores["dimension"] == scoring.OVERALL]
+        unscored = overall[scoring.withheld(overall)].groupby(["agent", "judge"]).size()
     n_failed = runs.assign(failed=failed).groupby("agent")["failed"].sum()
     n_grid: dict[str, int] = {}
     for agent, _, _ in grid:
@@ -177,6 +184,7 @@ def coverage(
                     "n_runs_failed_execution": int(n_failed.get(agent, 0)),
                     "n_saus_judged": int(got["n_saus_judged"]) if got is not None else 0,
                     "n_saus_error": int(got["n_saus_error"]) if got is not None else 0,
+                    "n_runs_unscored": int(unscored.get((agent, judge), 0)),
                 }
             )
     out = pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
@@ -320,7 +328,15 @@ def aggregate(
         "saus": saus_t,
         "runs": runs_t,
         **derived,
-        "coverage": coverage(runs_t, counts, list(stream.judges), grid, judges, incomplete_t),
+        "coverage": coverage(
+            runs_t,
+            counts,
+            list(stream.judges),
+            grid,
+            judges,
+            incomplete_t,
+            derived["scores_by_run"],
+        ),
         "incomplete_runs": incomplete_t,
         "judge_directed_text": pd.DataFrame(directed, columns=DIRECTED_COLUMNS),
     }

@@ -4,9 +4,9 @@ A **check** is a short Python program (``check`` inline in saus.yaml, or ``check
 a fresh sandbox on a fresh copy of the run's ``executed/`` folder, never on ``executed/`` itself:
 
 * ``/submission``: the copy (the working directory, writable, size-limited) and first on sys.path;
-* ``/sabench-check/check.py``: the check, read-only (the SAU file itself is never shown);
-* ``/sabench-check/_sabench_runner.py``: the runner (``sandbox_runner.py``), read-only; ``/paper``:
-  the agent's view.
+  the runner and its inputs (the check, the nonce, the calls to replay) arrive there as two files it
+  deletes before any submission code runs; no paper, no check mount, no variable naming the SAU:
+  the environment is the real run's (docs/checks.md, "What the code under test can learn").
 
 No network, time / memory / pids / output limits, the project's pinned sandbox Python. The runner
 executes the check as ``__main__`` and reports how it ended on one marker line carrying a per-run
@@ -21,10 +21,13 @@ ran to the end, or ``sys.exit(0)`` from the check itself      ``pass`` (aligned)
 ``assert`` failed, any exception, ``sys.exit(n != 0)``        ``fail`` (drifted)
 ``NotImplementedError`` from the code under test              ``placeholder``
 an import of the submission's own code failed                 ``missing`` (omission)
+the code under test exited, killed the check or hung it       ``crash`` (drifted)
+passed, but a function it used returns on its own run's       ``inconsistent`` (drifted)
+inputs what it did not return in that run
 does not parse, a ``NameError`` in the check, tried the       ``error`` (never drift)
-network or to write outside its folder, timed out, ran out
-of memory or output, a sandbox fault, exited 0 before the
-end (``os._exit`` in the code under test), no marker at all
+network or to write outside its folder, timed out computing,
+ran out of memory or output, a sandbox fault, no report
+before any code under test ran
 ============================================================  ===============================
 
 Outcomes other than ``error`` are cached on disk (one JSON file per key, atomic rename), keyed by
@@ -49,31 +52,27 @@ from sabench.checks.cache import (
 from sabench.checks.expected import Expectation, ExpectedError, match_expected, parse_expected
 from sabench.checks.outcome import OUTCOMES, Outcome
 from sabench.checks.run import (
-    CHECK_DIR,
-    CHECK_PATH,
     CHILD,
     DEFAULT_LIMITS,
     MARKER,
-    NONCE_FILE,
+    PARAMS_FILE,
     RUNNER,
-    RUNNER_PATH,
+    RUNNER_FILE,
     check_syntax,
     run_check,
 )
 
 __all__ = [
-    "CHECK_DIR",
-    "CHECK_PATH",
     "CHILD",
     "DEFAULT_LIMITS",
     "HARNESS_HASH",
     "HARNESS_VERSION",
     "IGNORED_FILES",
     "MARKER",
-    "NONCE_FILE",
     "OUTCOMES",
+    "PARAMS_FILE",
     "RUNNER",
-    "RUNNER_PATH",
+    "RUNNER_FILE",
     "CheckCache",
     "Expectation",
     "ExpectedError",

@@ -93,18 +93,15 @@ def env_identity(backend: str, runtime: Mapping[str, Any]) -> dict[str, Any]:
 def cache_key(
     check_text: str,
     submission_digest: str | None,
-    view_digest: str | None,
     env: Mapping[str, Any],
     limits: Mapping[str, Any],
-    sau_id: str = "",
 ) -> str:
-    """The content address of one check's outcome (the check sees its SAU id, so it counts)."""
+    """The content address of one check's outcome: what the sandbox gets (the executed copy with
+    the run's trace, the check, the env, the limits) and nothing it does not (no SAU, no paper)."""
     data = {
         "harness": HARNESS_HASH,
         "check": _sha(check_text),
-        "sau": sau_id,
         "submission": submission_digest,
-        "paper": view_digest,
         "env": dict(env),
         "limits": {k: limits[k] for k in sorted(DEFAULT_LIMITS) if k in limits},
     }

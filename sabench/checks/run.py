@@ -13,11 +13,15 @@ from typing import Any
 
 from sabench.checks.outcome import OUTCOMES, Outcome
 
-CHECK_DIR = "/sabench-check"
-CHECK_PATH = f"{CHECK_DIR}/check.py"
-RUNNER_PATH = f"{CHECK_DIR}/_sabench_runner.py"
+SUBMISSION = "/submission"
+#: The runner and everything it is told (check, nonce, limits, the calls to replay) arrive as two
+#: files in the working folder that the runner reads and deletes before any submission code runs:
+#: the code under test finds no mount, file, variable or argument naming the check or the SAU.
+RUNNER_FILE = ".sabench-runner.py"
+PARAMS_FILE = ".sabench-check.json"
 MARKER = "[sabench-check "
-NONCE_FILE = ".sabench-check-nonce"
+#: How many of the run's recorded calls a check may replay (the newest trace's first ones).
+MAX_REPLAY_CALLS = 64
 #: Limits of one check; the runtime config gives the backend, image and Python env.
 DEFAULT_LIMITS: dict[str, Any] = {
     "time_limit_s": 60,
@@ -45,11 +49,12 @@ CHILD = _WIRE + _program("sandbox_child.py")
 # The program that runs inside the sandbox: the check's interpreter. Standard library only;
 # everything it needs is imported before /submission goes on sys.path, and it never imports the
 # submission's code: an import hook turns each submission module into a proxy whose attributes
-# live in the child above (one per check, started on the first such import with a clean env,
-# its own pipes and its output relayed under a prefix). The nonce comes in a file the runner
-# deletes before the child starts, and the runner is made non-dumpable so that the child cannot
-# read its memory or environment through /proc. It always ends with os._exit, so threads or
-# atexit handlers cannot hold the sandbox open. The child's source replaces its "@CHILD@".
+# live in the child above (one per check, started on the first such import with the environment
+# of the real run, its own pipes and its output relayed under a prefix). Its inputs come in a file
+# it deletes before the child starts, and it is made non-dumpable so that the child cannot read
+# its memory through /proc. It prints a canary as it starts the child (a report missing after it
+# is the code under test's doing), and always ends with os._exit, so threads or atexit handlers
+# cannot hold the sandbox open. The child's source replaces its "@CHILD@".
 RUNNER = _WIRE + _program("sandbox_runner.py").replace('"@CHILD@"', repr(CHILD))
 
 
@@ -88,40 +93,64 @@ def ordered_output(output: str) -> str:
     return "\n".join(relayed + own)
 
 
-def _parse_log(text: str, nonce: str) -> tuple[dict[str, Any] | None, str]:
-    """(the runner's report, the check's own output without sabench's lines)."""
+def _parse_log(text: str, nonce: str) -> tuple[dict[str, Any] | None, bool, str]:
+    """(the runner's report, whether its canary came (the code under test started), the check's
+    own output without sabench's lines)."""
     report = None
+    started = False
     kept = []
     tag = f"{MARKER}{nonce}] "
     for line in text.splitlines():
         if line.startswith(tag):
             try:
-                report = json.loads(line[len(tag) :])
+                said = json.loads(line[len(tag) :])
             except ValueError:
-                report = None
+                said = None
+            if isinstance(said, dict) and said.get("kind") == "started":
+                started = True
+            else:
+                report = said
             continue
         if line.startswith("[sabench] ") and not line.startswith("[sabench] ..."):
             continue
         kept.append(line)
     while kept and not kept[-1].strip():
         kept.pop()
-    return report, "\n".join(kept)
+    return report, started, "\n".join(kept)
+
+
+def replay_calls(executed: Path) -> list[dict[str, Any]]:
+    """The calls the run's own execution recorded (:mod:`sabench.runtrace`), for the runner to
+    replay on the functions a check uses; none without a trace."""
+    from sabench.runtrace import read_trace
+
+    trace = read_trace(executed)
+    return list(trace.calls[:MAX_REPLAY_CALLS]) if trace is not None else []
+
+
+def _sandbox_fault(exc: Exception, t0: float) -> Outcome:
+    return Outcome(
+        "error",
+        f"sandbox fault: {type(exc).__name__}: {exc}",
+        status="sandbox_error",
+        wall_s=time.monotonic() - t0,
+    )
 
 
 def run_check(
     check_text: str,
     executed: Path,
-    agent_view: Path | None,
     runtime: Mapping[str, Any],
     limits: Mapping[str, Any] | None = None,
     *,
     backend: Any = None,
-    sau_id: str = "",
     tail_chars: int = 1500,
 ) -> Outcome:
     """Run one check in a fresh sandbox on a fresh copy of ``executed``; never raises for what
-    the check does. ``runtime`` is resolved (:func:`sabench.sandbox.settings.resolve_runtime`)."""
-    from sabench.execute import fresh_copy
+    the check does. ``runtime`` is resolved (:func:`sabench.sandbox.settings.resolve_runtime`).
+    The sandbox is the real run's (same environment, no paper, no check on disk)."""
+    from sabench.execute import fresh_copy, trace_env
+    from sabench.runtrace import SITE_TARGET, TRACE_DIR, install_site
     from sabench.sandbox import Mount, SandboxSpec, get_backend
 
     lim = {**DEFAULT_LIMITS, **(limits or {})}
@@ -135,29 +164,27 @@ def run_check(
     try:
         work = scratch / "submission"
         fresh_copy(Path(executed), work)
-        check_dir = scratch / "check"
-        check_dir.mkdir()
-        (check_dir / "check.py").write_text(check_text, encoding="utf-8")
-        (check_dir / "_sabench_runner.py").write_text(RUNNER, encoding="utf-8")
-        for path in (check_dir, check_dir / "check.py", check_dir / "_sabench_runner.py"):
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        mounts = [Mount(check_dir, CHECK_DIR)]
-        if agent_view is not None and Path(agent_view).is_dir():
-            mounts.append(Mount(Path(agent_view), "/paper"))
+        shutil.rmtree(work / TRACE_DIR, ignore_errors=True)  # ours, not the submission's
         nonce = secrets.token_hex(8)
-        # a file the runner reads and deletes: the sandbox's command line and env are visible
-        # to every process inside it (/proc/1/cmdline), a deleted file is not
-        (work / NONCE_FILE).write_text(nonce, encoding="ascii")
+        params = {
+            "nonce": nonce,
+            "check": check_text,
+            "time_limit_s": float(lim["time_limit_s"]),
+            "replay": replay_calls(Path(executed)),
+        }
+        (work / PARAMS_FILE).write_text(json.dumps(params), encoding="utf-8")
+        (work / RUNNER_FILE).write_text(RUNNER, encoding="utf-8")
+        try:
+            sandbox = backend or get_backend(runtime.get("backend", "auto"))
+        except Exception as exc:  # a broken backend or env: the judgment is an error, not a crash
+            return _sandbox_fault(exc, t0)
+        site = install_site(scratch / "site")
         spec = SandboxSpec(
-            command=["python", "-I", "-B", "-u", RUNNER_PATH, CHECK_PATH, "/submission"],
+            command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
             workdir=work,
-            ro_mounts=mounts,
-            env={
-                "PYTHONPATH": "/submission",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "SABENCH_SAU_ID": sau_id,
-                "MPLBACKEND": "Agg",
-            },
+            # the execution's own trace site and environment: the code under test sees its run's
+            ro_mounts=[Mount(site, SITE_TARGET)],
+            env=trace_env(getattr(sandbox, "name", ""), site, work),
             time_limit_s=float(lim["time_limit_s"]),
             mem_mb=int(lim["mem_mb"]),
             pids=int(lim["pids"]),
@@ -170,19 +197,13 @@ def run_check(
         )
         log_path = scratch / "check.log"
         try:
-            sandbox = backend or get_backend(runtime.get("backend", "auto"))
             result = sandbox.run(spec, log_path)
-        except Exception as exc:  # a broken backend or env: the judgment is an error, not a crash
-            return Outcome(
-                "error",
-                f"sandbox fault: {type(exc).__name__}: {exc}",
-                status="sandbox_error",
-                wall_s=time.monotonic() - t0,
-            )
+        except Exception as exc:
+            return _sandbox_fault(exc, t0)
         text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    report, output = _parse_log(text, nonce)
+    report, started, output = _parse_log(text, nonce)
     tail = ordered_output(output)[-tail_chars:] if tail_chars > 0 else ""
     common = {
         "tail": tail,
@@ -196,13 +217,21 @@ def run_check(
         "oom": f"the check ran out of memory ({lim['mem_mb']} MB)",
         "output_limit": f"the check wrote more than {lim['output_limit_mb']} MB",
     }
+    if report is None and started and result.status not in problems:
+        # the runner was up and never reported: only the code under test can have ended it
+        return Outcome(
+            "crash",
+            f"the check's process ended (status {result.exit_code}) while the code under test ran:"
+            " it killed the check (os.kill of its parent, a signal to every process)",
+            **common,
+        )
     if result.status in problems:
         return Outcome("error", problems[result.status], **common)
     if report is None or report.get("kind") not in OUTCOMES:
         return Outcome(
             "error",
-            f"the check process ended with status {result.exit_code} before the runner could "
-            "report (killed, or os._exit in the code under test)",
+            f"the check's process ended with status {result.exit_code} without a report, before "
+            "any code under test ran (a fault of the check or the harness)",
             **common,
         )
     where = report.get("where")

@@ -109,13 +109,25 @@ def handle(m):
         if m.get("op") in ("import", "call"):
             traceback.print_exc()
         reply = {"err": describe(exc)}
+    flush()
     send(REP, {"reply": with_states(reply)})
+
+
+def flush():
+    """Its output so far, into the relay: the child runs as the real run does (buffered output,
+    no -u), and it ends with os._exit, which flushes nothing."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
 
 
 def serve():
     while True:
         m = recv(REQ)
         if m is None:
+            flush()
             os._exit(0)
         if "reply" in m:
             return m["reply"]

@@ -1,32 +1,48 @@
 
-import builtins, ctypes, errno, importlib.machinery, importlib.util, socket, subprocess
-import threading, traceback, types, urllib.error
+import ast, builtins, ctypes, errno, importlib.machinery, importlib.util, linecache, socket, subprocess
+import threading, time, traceback, types, urllib.error
 
-CHECK, SUBMISSION = sys.argv[1], sys.argv[2]
-NONCE_FILE = os.path.join(SUBMISSION, ".sabench-check-nonce")
+# Everything the runner needs comes in one file beside the submission, read and deleted (with the
+# runner's own file) before the code under test starts: it finds no check, nonce or SAU anywhere.
+SUBMISSION = sys.argv[1]
+PARAMS_FILE = os.path.join(SUBMISSION, ".sabench-check.json")
 try:
-    with open(NONCE_FILE, encoding="ascii") as fh:
-        NONCE = fh.read().strip()
-    os.remove(NONCE_FILE)
-except OSError:
-    NONCE = ""
+    with open(PARAMS_FILE, encoding="utf-8") as fh:
+        PARAMS = json.load(fh)
+except (OSError, ValueError):
+    PARAMS = {}
+for _own in (PARAMS_FILE, os.path.abspath(__file__)):
+    try:
+        os.remove(_own)
+    except OSError:
+        pass
+NONCE = str(PARAMS.get("nonce") or "")
+CHECK = "/sabench-check/check.py"  # the name the check's frames carry; no such file exists
+CHECK_TEXT = PARAMS.get("check")
+TIME_LIMIT = float(PARAMS.get("time_limit_s") or 0)
+REPLAY = PARAMS.get("replay") or []
 try:
     ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
 except Exception:
     pass
 RUNNER_FILE = os.path.abspath(__file__)
 CHILD_SOURCE = "@CHILD@"
-CHILD_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "MPLBACKEND", "PYTHONPATH",
-             "PYTHONDONTWRITEBYTECODE", "SABENCH_SAU_ID")
 PREFIX = b"[code under test] "
 NET_ERRNOS = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.ENETDOWN,
               errno.EADDRNOTAVAIL}
-STATE = {"proc": None, "gone": None, "relay": None, "callback_exc": None}
+STATE = {"proc": None, "gone": None, "relay": None, "callback_exc": None, "waiting": 0,
+         "phase": "check"}
 CALLBACKS = []
 RNGS = {}  # id -> (slot, a numpy Generator of the check), kept in step with the child's copy
 
 
+REPORTING = threading.Lock()
+
+
 def report(kind, detail="", where=None, code=1):
+    if not REPORTING.acquire(blocking=False):  # the other thread is reporting: it ends us
+        while True:
+            time.sleep(1)
     stop_child()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -73,14 +89,16 @@ def relay(fd):
 
 
 def start_child():
+    # the canary: from here on the code under test runs; a report missing after it is its doing
+    # (it killed the runner, or everything), a report missing before it the harness's or check's
+    os.write(2, ("\n[sabench-check %s] %s\n" % (NONCE, json.dumps({"kind": "started"}))).encode())
     to_child, from_parent = os.pipe()
     to_parent, from_child = os.pipe()
     log_r, log_w = os.pipe()
-    env = {k: os.environ[k] for k in CHILD_ENV if k in os.environ}
     proc = subprocess.Popen(
-        [sys.executable, "-I", "-B", "-u", "-c", CHILD_SOURCE, str(to_child), str(from_child),
-         SUBMISSION], stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w,
-        pass_fds=(to_child, from_child), cwd=SUBMISSION, env=env, close_fds=True)
+        [sys.executable, "-c", CHILD_SOURCE, str(to_child), str(from_child), SUBMISSION],
+        stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, pass_fds=(to_child, from_child),
+        cwd=SUBMISSION, env=dict(os.environ), close_fds=True)
     for fd in (to_child, from_child, log_w):
         os.close(fd)
     thread = threading.Thread(target=relay, args=(log_r,), daemon=True)
@@ -160,7 +178,11 @@ def rpc(msg, what):
     except OSError:
         gone(what)
     while True:
-        m = recv(STATE["r"])
+        STATE["waiting"] += 1
+        try:
+            m = recv(STATE["r"])
+        finally:
+            STATE["waiting"] -= 1
         if m is None:
             gone(what)
         sync_rngs(m.get("rng") or (m.get("reply") or {}).get("rng") or [])
@@ -445,18 +467,128 @@ def classify(exc, stack):
     return "fail", text
 
 
+# --- replay: the code under check against its own run ---------------------------------------
+
+
+def same(a, b):
+    """Equal as results: numbers to 1e-6 relative, arrays by shape and value, containers by item."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(a, (np.ndarray, np.generic)) or (
+            np is not None and isinstance(b, (np.ndarray, np.generic))):
+        try:
+            x, y = np.asarray(a), np.asarray(b)
+            if x.shape != y.shape:
+                return False
+            if x.dtype.kind in "biufc" and y.dtype.kind in "biufc":
+                return bool(np.allclose(x, y, rtol=1e-6, atol=1e-9, equal_nan=True))
+            return bool((x == y).all())
+        except Exception:
+            return False
+    numbers = (int, float)
+    if isinstance(a, numbers) and isinstance(b, numbers) and not isinstance(a, bool):
+        a, b = float(a), float(b)
+        return (a != a and b != b) or abs(a - b) <= max(1e-9, 1e-6 * max(abs(a), abs(b)))
+    return type(a) is type(b) and a == b
+
+
+def not_data(d):
+    raise TypeError("not data")
+
+
+def check_targets(tree):
+    """(module, name) of what the check takes from modules it imports: ``from m import f``,
+    ``import m`` then ``m.f``."""
+    out, modules = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out += [(node.module, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            modules.update({a.asname or a.name: a.name for a in node.names})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in modules:
+                out.append((modules[node.value.id], node.attr))
+    return set(out)
+
+
+def replay(targets):
+    """Before the check, call each function it uses on the inputs of the submission's own run
+    and compare with what it returned there: code that behaves one way under a check and another
+    in its run is not what the run ran. Done first, on the modules as imported (no state the
+    check sets). A call that gives two different answers is not deterministic and proves
+    nothing; one that raises, or a module that does not import, is left to the check."""
+    calls = [c for c in REPLAY if (str(c.get("module")), str(c.get("function"))) in targets]
+    if not calls:
+        return
+    STATE["phase"] = "replay"
+    budget = time.monotonic() + max(1.0, TIME_LIMIT * 0.4)
+    for call in calls:
+        if time.monotonic() > budget:
+            break
+        module, name = str(call["module"]), str(call["function"])
+        try:
+            # parameters by name (the trace's form), then any further keyword arguments
+            named = {**(call.get("args") or {}), **(call.get("kwargs") or {})}
+            kwargs = {str(k): decode(v, not_data) for k, v in named.items()}
+            recorded = decode(call["result"], not_data)
+            fn = getattr(importlib.import_module(module), name)
+            first = fn(**kwargs)
+            second = fn(**kwargs)
+        except ChildGone:
+            raise
+        except Exception:
+            continue
+        if isinstance(first, Remote) or not same(first, second) or same(first, recorded):
+            continue
+        report("inconsistent", "%s.%s returns %s on the inputs of the submission's own run, where "
+               "it returned %s: the code under the check is not the code the run ran" % (
+                   module, name, brief(first), brief(recorded)))
+    STATE["phase"] = "check"
+
+
+def brief(x):
+    text = repr(x)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def watchdog():
+    """Near the time limit, while the runner waits on the code under test, that code hangs: the
+    submission's doing (the check's own computing is left to the sandbox's limit, an error)."""
+    deadline = time.monotonic() + TIME_LIMIT - max(2.0, 0.1 * TIME_LIMIT)
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+    if STATE["waiting"] and STATE["phase"] == "replay":
+        report("error", "replaying the run's calls took the check's whole time limit")
+    if STATE["waiting"]:
+        report("crash", "the code under test did not return within %g s: it hangs (or is too "
+               "slow for judge_settings.exec.time_limit_s)" % TIME_LIMIT)
+
+
+def crash(detail, stack=None):
+    report("crash", detail, where(stack or []))
+
+
+
+
 try:
-    with open(CHECK, encoding="utf-8") as fh:
-        code = compile(fh.read(), CHECK, "exec")
-except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
+    code = compile(CHECK_TEXT, CHECK, "exec")
+except (SyntaxError, ValueError, TypeError) as exc:
     report("error", "the check does not parse: %s" % exc)
+linecache.cache[CHECK] = (len(CHECK_TEXT), None, CHECK_TEXT.splitlines(True), CHECK)
 sys.meta_path.insert(sys.meta_path.index(importlib.machinery.PathFinder), SubmissionFinder)
 sys.path.insert(0, SUBMISSION)
 sys.argv = [CHECK]
 module = types.ModuleType("__main__")
 module.__file__ = CHECK
 sys.modules["__main__"] = module
+if TIME_LIMIT > 0:
+    threading.Thread(target=watchdog, daemon=True).start()
 try:
+    replay(check_targets(ast.parse(CHECK_TEXT)))
     exec(code, module.__dict__)
 except SystemExit as exc:
     status = exc.code
@@ -465,19 +597,18 @@ except SystemExit as exc:
     if status is None or status == 0:
         if own:
             report("pass", code=0)
-        report("error", "the code under test exited with status 0 before the check finished",
-               where(stack))
+        crash("the code under test exited with status 0 before the check finished", stack)
     if not isinstance(status, int):
         print(status, file=sys.stderr)
     who = "the check" if own else "the code under test"
     report("fail", "%s exited with status %r" % (who, status), where(stack))
 except ChildGone as exc:
-    report("error", str(exc), where(full_stack(exc)))
+    crash(str(exc), full_stack(exc))
 except BaseException as exc:
     stack = full_stack(exc)
     traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next)
     kind, detail = classify(exc, stack)
     report(kind, detail, where(stack))
 if STATE["gone"]:
-    report("error", STATE["gone"])
+    crash(STATE["gone"])
 report("pass", code=0)

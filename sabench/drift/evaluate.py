@@ -119,7 +119,6 @@ def _judged(
             record,
             run=run,
             run_dir=work.parent,
-            agent_view=execution.agent_view if execution else None,
             runtime=execution.runtime if execution else None,
         )
     except Fault as fault:

@@ -5,8 +5,11 @@ submission, see :mod:`sabench.checks`) or an ``expected`` result (matched agains
 execution captured); every other SAU gets no row from it.
 
 * check: pass -> aligned, but partial (0.5, omission) when a function or class the check imports
-  is one that nothing in the submission runs (:meth:`sabench.index.CodeIndex.dead_definition`:
-  the code works, the pipeline does not use it); fail -> drifted (implementation_mismatch); a stub raising
+  is one that the submission's own run never ran (its trace, ``execution["lines_run"]``; without
+  one, :meth:`sabench.index.CodeIndex.dead_definition`: nothing reaches it): the code works, the
+  pipeline does not use it; the code under test ending or hanging the check -> drifted
+  (crashed_under_check); a function the check used returning, on its own run's inputs, what it
+  did not return there -> drifted (check_dependent); fail -> drifted (implementation_mismatch); a stub raising
   NotImplementedError -> placeholder; an import of the submission's code that fails -> missing
   (omission); anything that says more about the check or the sandbox than about the submission
   (does not parse, times out, tries the network, a sandbox fault, ...) -> error, never drift.
@@ -48,10 +51,11 @@ from sabench.checks import (
     run_check,
     tree_digest,
 )
-from sabench.contracts import Evidence, Judgment
+from sabench.contracts import CHECK_DEPENDENT, CRASHED, Evidence, Judgment
 from sabench.errors import UserError
 from sabench.faults import Fault
 from sabench.index import CodeIndex, build_index
+from sabench.index.model import Definition
 from sabench.judges.fabrication import FABRICATED, METRICS_FILES, fabricated_by_sau
 from sabench.judges.fabrication import reasoning as fabricated_reasoning
 from sabench.judges.registry import JudgeInputs
@@ -70,11 +74,15 @@ DEFAULT_SETTINGS: dict[str, Any] = {
 VERDICT = {
     "pass": "aligned",
     "fail": "drifted",
+    "crash": "drifted",
+    "inconsistent": "drifted",
     "placeholder": "placeholder",
     "missing": "missing",
     "error": "error",
     "unused": "partial",
 }
+#: Outcomes whose failure mode is their own, not their verdict's.
+OUTCOME_FAILURE_MODE = {"crash": CRASHED, "inconsistent": CHECK_DEPENDENT}
 FAILURE_MODE = {
     "drifted": "implementation_mismatch",
     "placeholder": "placeholder",
@@ -84,7 +92,7 @@ FAILURE_MODE = {
 #: The score of a check that passed on code nothing runs.
 UNUSED_SCORE = 0.5
 #: Which part decides an SAU with both a check and expected results (first wins).
-_PRECEDENCE = ("fail", "placeholder", "missing", "error", "unused", "pass")
+_PRECEDENCE = ("inconsistent", "crash", "fail", "placeholder", "missing", "error", "unused", "pass")
 
 
 def resolve_exec_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -155,10 +163,13 @@ def _expected_outcomes(
     return out
 
 
-def _unused_targets(check_text: str, index: CodeIndex) -> list[str]:
+def _unused_targets(
+    check_text: str, index: CodeIndex, lines_run: Mapping[str, Any] | None
+) -> list[str]:
     """The submission's functions and classes the check imports (``from kmeans import
-    kmeans_plusplus_init``, ``import main`` then ``main.main()``) that nothing in the
-    submission runs, as ``name (file:line)``."""
+    kmeans_plusplus_init``, ``import main`` then ``main.main()``) that the submission's own run
+    never ran, as ``name (file:line)``: by the run's trace where there is one (no line of the
+    body ran), else by reading the code (nothing reaches it from an entry point)."""
     try:
         tree = ast.parse(check_text)
     except (SyntaxError, ValueError):
@@ -176,10 +187,28 @@ def _unused_targets(check_text: str, index: CodeIndex) -> list[str]:
             wanted.append((modules[value.id], node.attr))  # type: ignore[attr-defined]
     out = []
     for module, name in dict.fromkeys(wanted):
-        d = index.dead_definition(module, name)
+        if lines_run is None:
+            d = index.dead_definition(module, name)
+        else:
+            d = _never_ran(index, lines_run, module, name)
         if d is not None:
             out.append(f"`{name}` ({index.files[d.fid].path}:{d.start})")
     return out
+
+
+def _never_ran(
+    index: CodeIndex, lines_run: Mapping[str, Any], module: str, name: str
+) -> Definition | None:
+    """The module-level definition ``name`` of ``module`` none of whose body lines ran in the
+    submission's own execution (its ``def`` line runs at import; a one-line body proves nothing)."""
+    fids = set(index.module_files().get(module, ()))
+    found = [d for d in index.definitions if d.parent is None and d.fid in fids and d.name == name]
+    for d in found:
+        ran = set(lines_run.get(index.files[d.fid].path) or ())
+        body = set(range(d.start + 1, d.end + 1))
+        if not body or body & ran:
+            return None
+    return found[0] if found else None
 
 
 def _is_empty(folder: Path) -> bool:
@@ -211,7 +240,6 @@ def judge_exec(
     execution: Mapping[str, Any] | None,
     *,
     executed: Path | str | None,
-    agent_view: Path | str | None = None,
     runtime: Mapping[str, Any] | None = None,
     settings: Mapping[str, Any] | None = None,
     backend: Any = None,
@@ -230,12 +258,11 @@ def judge_exec(
     if (executed_path is None or not executed_path.is_dir()) and Path(submission).is_dir():
         # execution switched off (runtime.execute: false): the code is still there to import
         executed_path, source_note = Path(submission), " (no executed copy: checked the submission)"
-    view = Path(agent_view) if agent_view is not None else None
     needs_sandbox = any(s.get("check") for s in todo)
     empty = executed_path is None or not executed_path.is_dir() or _is_empty(executed_path)
     run_cfg: dict[str, Any] = {}
     cache = CheckCache(None)
-    sub_digest = view_digest = None
+    sub_digest = None
     env: dict[str, Any] = {}
     if needs_sandbox and not empty:
         rt = dict(runtime or {})
@@ -254,7 +281,6 @@ def judge_exec(
         if cfg["cache"]:
             cache = CheckCache(cfg["cache_dir"] or default_cache_dir())
         sub_digest = tree_digest(executed_path)
-        view_digest = tree_digest(view)
     status = (execution or {}).get("status", "not executed")
     status_note = "" if status == "ok" else f" (execution {status}; the check ran anyway)"
     status_note = source_note or status_note
@@ -271,7 +297,7 @@ def judge_exec(
             if empty:
                 outcome = Outcome("missing", "the submission is empty: no code to check")
             else:
-                key = cache_key(check, sub_digest, view_digest, env, limits, str(sau["sau_id"]))
+                key = cache_key(check, sub_digest, env, limits)
                 outcome = cache.get(key)
                 if outcome is None and spent >= cfg["total_time_s"]:
                     outcome = Outcome(
@@ -283,11 +309,9 @@ def judge_exec(
                     outcome = run_check(
                         check,
                         executed_path,  # type: ignore[arg-type]
-                        view,
                         run_cfg,
                         limits,
                         backend=backend,
-                        sau_id=str(sau["sau_id"]),
                         tail_chars=int(cfg["tail_chars"]),
                     )
                     spent += time.monotonic() - t0
@@ -298,7 +322,7 @@ def judge_exec(
                     outcome.detail += status_note
                 if outcome.kind == "pass" and Path(submission).is_dir():
                     index = index or build_index(Path(submission))
-                    unused = _unused_targets(check, index)
+                    unused = _unused_targets(check, index, (execution or {}).get("lines_run"))
                     if unused:
                         note = (
                             f"{outcome.detail}; but nothing in the submission runs"
@@ -317,13 +341,14 @@ def judge_exec(
                 parts.insert(0, ("expected", Outcome("fail", fabricated_reasoning(fab)), site))
         kind, reasoning, evidence = _combine(parts)
         verdict = VERDICT[kind]
+        mode = FABRICATED if fab else OUTCOME_FAILURE_MODE.get(kind, FAILURE_MODE.get(verdict))
         judgments.append(
             Judgment(
                 sau_id=str(sau["sau_id"]),
                 dimension=str(sau["dimension"]),
                 verdict=verdict,
                 score=UNUSED_SCORE if verdict == "partial" else None,
-                failure_mode=FABRICATED if fab else FAILURE_MODE.get(verdict),
+                failure_mode=mode,
                 evidence=evidence,
                 reasoning=reasoning,
                 cached=any(label == "check" and o.cached for label, o, _ in parts),
@@ -345,7 +370,6 @@ def judge(inputs: JudgeInputs) -> list[Judgment]:
         inputs.saus,
         inputs.execution,
         executed=inputs.folder / "executed",
-        agent_view=inputs.agent_view,
         runtime=inputs.runtime,
         settings=inputs.settings,
     )

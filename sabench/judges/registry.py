@@ -38,8 +38,6 @@ class JudgeInputs:
     run: dict[str, Any] | None = None
     #: the run folder (``executed/``, ``execution.log``)
     run_dir: Path | None = None
-    #: the paper's agent view, shown to checks at /paper
-    agent_view: Path | None = None
     #: the sandbox settings, for judges that run code
     runtime: dict[str, Any] | None = None
 

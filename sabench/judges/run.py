@@ -12,6 +12,7 @@ from typing import Any
 from sabench.contracts import JUDGMENT_COLUMNS, Judgment, paper_folder
 from sabench.faults import Fault, clear_fault, exit_for_fault
 from sabench.io import arrow_table, read_json, read_parquet_metadata, write_table
+from sabench.runtrace import with_lines
 
 
 def read_saus_table(path: Path) -> tuple[list[dict[str, Any]], str]:
@@ -40,11 +41,10 @@ def run_judge(
     run: dict[str, Any] | None = None,
     *,
     run_dir: Path | None = None,
-    agent_view: Path | None = None,
     runtime: dict[str, Any] | None = None,
 ) -> list[Judgment]:
     """Dispatch through the judge registry (:mod:`sabench.judges.registry`); ``run`` is the run's
-    agent record, ``run_dir``, ``agent_view`` and ``runtime`` are for judges that run code."""
+    agent record, ``run_dir`` and ``runtime`` are for judges that run code."""
     from sabench.judges.registry import JudgeInputs
     from sabench.judges.registry import run_judge as dispatch
 
@@ -56,7 +56,6 @@ def run_judge(
         execution,
         run=run,
         run_dir=run_dir,
-        agent_view=agent_view,
         runtime=runtime,
     )
     return dispatch(inputs)
@@ -72,7 +71,6 @@ def judge_run(
     saus_path: Path,
     out: Path,
     *,
-    agent_view: Path | None = None,
     runtime: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Judge one run and write ``out``; rows carry the provenance the aggregation checks."""
@@ -80,6 +78,8 @@ def judge_run(
 
     agent = read_json(agent_path)
     execution = read_json(execution_path) if execution_path.is_file() else None
+    # the lines of the submission that ran in its own execution (sabench.runtrace), when traced
+    execution = with_lines(execution, Path(submission).parent / "executed")
     saus, sau_hash = read_saus_table(saus_path)
     t0 = time.monotonic()
     judgments = run_judge(
@@ -90,7 +90,6 @@ def judge_run(
         execution,
         run=agent,
         run_dir=Path(submission).parent,
-        agent_view=agent_view,
         runtime=runtime,
     )
     elapsed = time.monotonic() - t0
@@ -189,12 +188,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="default: <run_dir>/judge/<judge>.parquet")
     parser.add_argument(
-        "--agent-view",
-        type=Path,
-        help="the paper's agent_view/, shown at /paper to checks "
-        "(default: <results>/papers/<paper>/agent_view next to the run)",
-    )
-    parser.add_argument(
         "--runtime", type=json_object, default={}, help="sandbox settings for checks (JSON)"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
@@ -204,10 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     from sabench.grid import judge_slug
 
     out = args.out or args.run_dir / "judge" / f"{judge_slug(args.judge)}.parquet"
-    view = args.agent_view
     paper_dir = paper_folder(args.run_dir)
-    if view is None and paper_dir is not None:
-        view = paper_dir / "agent_view" if (paper_dir / "agent_view").is_dir() else None
     if args.saus is None:
         saus = paper_dir / "saus.parquet" if paper_dir is not None else None
         if saus is None or not saus.is_file():
@@ -227,7 +217,6 @@ def main(argv: list[str] | None = None) -> int:
                 args.run_dir / "agent.json",
                 args.saus,
                 out,
-                agent_view=view,
                 runtime=args.runtime,
             )
         except Fault as fault:
