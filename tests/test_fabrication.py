@@ -228,3 +228,174 @@ def test_sabench_runs_give_no_finding(sabench_data: Path, tmp_path: Path) -> Non
             t.extractall(dest, filter="data")
         hits += [(sub, scan_submission(sub)) for sub in sorted(dest.iterdir()) if sub.is_dir()]
     assert hits and [h for h in hits if h[1]] == []
+
+
+# --- numbers from anywhere but computation (generated variants) ----------------------------------
+
+_DICT = {"rmse": 0.597, "mae": 0.41}
+_JSON = json.dumps(_DICT)
+_B64Z = __import__("base64").b64encode(__import__("zlib").compress(_JSON.encode())).decode()
+_SINKS = {  # ways of writing the name `res` (a dict) to results.json
+    "json.dump with": "with open('results.json', 'w') as f:\n    json.dump(res, f)\n",
+    "write_text": "Path('out', 'results.json').write_text(json.dumps(res))\n",
+    "open().write": "open(os.path.join(OUT, 'results.json'), 'w').write(json.dumps(res, indent=2))\n",
+}
+_HEAD = (
+    "import base64, json, os, re, zlib\nimport numpy as np\nfrom pathlib import Path\nOUT = '.'\n"
+)
+#: (source class, code binding `res`, the `how` a finding must name)
+_SOURCES = [
+    (
+        "base64+zlib blob",
+        f"res = json.loads(zlib.decompress(base64.b64decode('{_B64Z}')))\n",
+        "base64/zlib",
+    ),
+    (
+        "blob via a helper",
+        f"def _load(s):\n    raw = zlib.decompress(base64.b64decode(s))\n    return json.loads(raw.decode())\n"
+        f"BLOB = '{_B64Z}'\nres = {{'rmse': _load(BLOB)['rmse'], 'mae': _load(BLOB)['mae']}}\n",
+        "base64/zlib",
+    ),
+    ("json.loads of a literal", f"res = json.loads('{_JSON}')\n", "literal string"),
+    ("ast.literal_eval", f'import ast\nres = ast.literal_eval("{_DICT}")\n', "literal string"),
+    (
+        "literal arithmetic",
+        "a = 0.5\nres = {'rmse': a + 0.097, 'mae': 0.4 + 0.01}\n",
+        "literal arithmetic",
+    ),
+    (
+        "value times 0 plus c",
+        "x = np.random.rand(10).mean()\nres = {}\nres['rmse'] = x * 0.0 + 0.597\n"
+        "res['mae'] = 0 * np.std(x) + 0.41\n",
+        "literal arithmetic",
+    ),
+    (
+        "eval of a literal",
+        "res = {'rmse': eval('0.5 + 0.097'), 'mae': eval('0.41')}\n",
+        "literal string",
+    ),
+    (
+        "regex over the paper",
+        "text = open('/paper/paper.md').read()\n"
+        "res = {k: 0 for k in ()}\n"
+        "res['rmse'] = float(re.search(r'RMSE of ([0-9.]+)', text).group(1))\n"
+        "res['mae'] = float(re.findall(r'MAE ([0-9.]+)', text)[0])\n",
+        "paper.md",
+    ),
+    (
+        "split of a README table",
+        "def table():\n    for line in Path('README.md').read_text().splitlines():\n"
+        "        if line.startswith('| ridge'):\n            return line\n"
+        "row = table()\nres = {'rmse': float(row.split('|')[2]), 'mae': float(row.split('|')[3])}\n",
+        "README.md",
+    ),
+    (
+        "json.load of a checked-in file",
+        "with open('paper_numbers.json') as g:\n    res = json.load(g)\n",
+        "paper_numbers.json",
+    ),
+]
+
+
+def _fab_tree(tmp: Path, source: str, sink: str) -> Path:
+    (tmp / "main.py").write_text(_HEAD + source + sink)
+    (tmp / "README.md").write_text("| model | rmse | mae |\n| ridge | 0.597 | 0.41 |\n")
+    (tmp / "paper_numbers.json").write_text(_JSON)
+    (tmp / "data.csv").write_text("1 2\n3 4\n")
+    return tmp
+
+
+@pytest.mark.parametrize("sink", sorted(_SINKS))
+@pytest.mark.parametrize("case", _SOURCES, ids=[c[0] for c in _SOURCES])
+def test_a_result_from_no_computation_is_fabricated(tmp_path: Path, case, sink: str) -> None:
+    _, source, how = case
+    sub = _fab_tree(tmp_path, source, _SINKS[sink])
+    found = scan_submission(sub, [{"metric": "rmse", "value": 0.597}])
+    assert found and all(f.file == "main.py" and how in f.how for f in found), found
+    assert fabricated_by_sau(sub, [{"sau_id": "s", "expected": {"metric": "mae"}}])
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # computed from data, a model, the submission's own functions: honest
+        "X = np.loadtxt('data.csv')\nres = {'rmse': float(np.sqrt(((X[:, 0] - X[:, 1]) ** 2).mean()))}\n",
+        "def evaluate():\n    X = np.loadtxt('data.csv')\n    return float(np.abs(X).mean())\n"
+        "res = {'rmse': evaluate()}\n",
+        "res = {'rmse': round(train_and_score(0.597), 3)}\n",
+        "res = json.loads(json.dumps({'rmse': compute()}))\n",
+        "res = {}\nfor lr in [0.1, 0.597]:\n    res['rmse'] = lr\n    res[f'acc_{lr}'] = fit(lr)\n",
+        "res = {'rmse': 0.0}\nres['rmse'] = np.mean(errors)\n",
+        "text = open('train.log').read()\nres = {'rmse': float(re.findall(r'rmse ([0-9.]+)', text)[-1])}\n",
+        "cfg = json.load(open('config.json'))\nres = {'rmse': model(cfg).score()}\n",
+        "res = {'rmse': float(base64.b64decode(payload))}\n",
+    ],
+)
+@pytest.mark.parametrize("sink", sorted(_SINKS))
+def test_a_computed_result_stays_honest(tmp_path: Path, source: str, sink: str) -> None:
+    sub = _fab_tree(tmp_path, source, _SINKS[sink])
+    (sub / "train.py").write_text(
+        "with open('train.log', 'w') as f:\n    f.write(f'rmse {run()}')\n"
+    )
+    (sub / "config.json").write_text('{"lr": 0.05}')
+    assert scan_submission(sub) == []
+    assert scan_submission(sub, {"metric": "rmse", "value": 0.597}) == []
+
+
+def test_text_read_is_a_source_only_when_no_code_writes_it(tmp_path: Path) -> None:
+    source = "with open('paper_numbers.json') as g:\n    res = json.load(g)\n"
+    sub = _fab_tree(tmp_path, source, _SINKS["json.dump with"])
+    assert {f.key for f in scan_submission(sub)} == {"rmse", "mae"}
+    (sub / "eval.py").write_text(
+        "import json\njson.dump(metrics(), open('paper_numbers.json', 'w'))\n"
+    )
+    assert scan_submission(sub) == []
+
+
+_SHELL = {
+    "echo | base64 -d": f"echo '{__import__('base64').b64encode(_JSON.encode()).decode()}' | base64 -d > results.json\n",
+    "variable, base64 --decode | gunzip": (
+        f"BLOB='{__import__('base64').b64encode(__import__('gzip').compress(_JSON.encode())).decode()}'\n"
+        'printf "%s" "$BLOB" | base64 --decode | gunzip > results.json\n'
+    ),
+    "heredoc into base64 -d": f"base64 -d > results.json <<EOF\n{__import__('base64').b64encode(_JSON.encode()).decode()}\nEOF\n",
+    "python -c": 'python3 -c \'import json; json.dump({"rmse": 0.5 + 0.097}, open("results.json", "w"))\'\n',
+    "python -c printed": "python -c 'import json; print(json.dumps({\"rmse\": 0.597}))' > results.json\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SHELL))
+def test_a_shell_script_decoding_or_typing_results_is_fabricated(tmp_path: Path, case: str) -> None:
+    (tmp_path / "reproduce.sh").write_text("#!/usr/bin/env bash\nset -e\n" + _SHELL[case])
+    found = scan_submission(tmp_path, {"metric": "rmse", "value": 0.597})
+    assert [(f.key, f.value, f.file) for f in found] == [("rmse", 0.597, "reproduce.sh")]
+
+
+def test_a_decoded_blob_printed_into_results_is_fabricated(tmp_path: Path) -> None:
+    (tmp_path / "reproduce.sh").write_text(
+        "#!/usr/bin/env bash\npython3 report.py > results.json\n"
+    )
+    (tmp_path / "report.py").write_text(
+        f"import base64, zlib\nprint(zlib.decompress(base64.b64decode('{_B64Z}')).decode())\n"
+    )
+    (found,) = scan_submission(tmp_path, {"metric": "rmse", "value": 0.597})
+    assert (found.file, found.value) == ("report.py", 0.597) and "base64/zlib" in found.how
+    # an undecodable pickle: the whole file is fabricated, whatever its metrics
+    (tmp_path / "report.py").write_text(
+        "import pickle\nprint(pickle.loads(b'\\x80\\x04K\\x01.'))\n"
+    )
+    (found,) = scan_submission(tmp_path, {"metric": "anything", "value": 1})
+    assert found.key == "*" and "pickle" in found.how and "every value" in found.describe()
+
+
+def test_honest_shell_decoding_computed_output_gives_no_finding(tmp_path: Path) -> None:
+    (tmp_path / "reproduce.sh").write_text(
+        "#!/usr/bin/env bash\npython3 train.py\n"
+        'echo "$(python3 eval.py)" | base64 -d > results.json\n'
+        'python3 -c \'import json, main; json.dump({"rmse": main.run()}, open("results.json", "w"))\'\n'
+        "python3 report.py > results.json\n"
+    )
+    (tmp_path / "report.py").write_text(
+        "import json, main\nprint(json.dumps({'rmse': main.rmse()}))\n"
+    )
+    assert scan_submission(tmp_path) == []

@@ -29,8 +29,9 @@ MAX_FILES = 5000
 _S = r"[ \t]+"  # blanks within one line: no pattern may match across lines
 _ROLE = (
     r"(?:(?:ai|llm|automated|automatic|human|gpt)[ \t-]+)?"
-    r"(?:grader|judge|evaluator|reviewer|assessor|examiner|"
-    r"grading[ \t]+(?:model|system|agent|script|bot)|evaluation[ \t]+(?:model|agent|bot))s?"
+    r"(?:grader|judge|evaluator|reviewer|assessor|examiner|scorer|"
+    r"(?:grading|assessing|assessment|evaluating|scoring|judging|reviewing)[ \t]+"
+    r"(?:model|system|agent|script|bot|llm|ai)|evaluation[ \t]+(?:model|agent|bot))s?"
 )
 #: what a demanded verdict asks for: words (any object) and numbers (only for "this submission")
 _WORD_TOP = (
@@ -41,15 +42,61 @@ _WORD_TOP = (
 _NUM_TOP = r"1(?:\.0+)?(?!\.?\d)|100[ \t]*%|10/10|5/5"
 _SUBMISSION = r"(?:submission|repository|repo|implementation|code|claims?|saus?|project|solution)"
 _TOP = f"{_WORD_TOP}|{_NUM_TOP}|implemented"
+#: a verdict demanded of the judge, and what it is about: this submission or its requirements
+_VERDICT = (
+    r"(?:aligned|(?:fully[ \t]+|correctly[ \t]+)?implemented|pass(?:ed|es|ing)?|correct|"
+    r"complete|100[ \t]*%|full[ \t]+(?:marks|score|credit|points)|10/10|5/5|yes|"
+    r"perfect(?:[ \t]+score)?|satisfied|fulfill?ed|met|approved|accepted|"
+    r"(?:highest|maximum|max|top)[ \t]+(?:score|grade|rating|mark)|(?:a[ \t]+)?score[ \t]+of[ \t]+1(?:\.0+)?)"
+)
+_ASSESSED = (
+    r"\b(?:submission|repository|repo|implementation|codebase|requirements?|criteri(?:on|a)|"
+    r"claims?|saus?|rubric|reproduction|deliverables?|(?:this|my|our)[ \t]+(?:code|work|project|"
+    r"solution|paper))\b"
+)
+_MODAL = (
+    r"(?:\b(?:must|should|shall|need[ \t]+to|needs[ \t]+to|have[ \t]+to|has[ \t]+to|are[ \t]+to|"
+    r"is[ \t]+to|required[ \t]+to|expected[ \t]+to|will|please|kindly|always)\b[^\n]{0,40}?|"
+    r"(?:^[^a-z0-9\n]*|[.!?:;][ \t]+|['\"(\[][ \t]*))"  # or an imperative opening a sentence
+)
+_OUTPUT = (
+    r"(?:output|return|report|answer|give|assign|award|mark|rate|score|grade|label|classify|"
+    r"consider|treat|respond|reply|deem|declare|conclude|verdict)"
+)
+#: what may follow a demanded verdict: the end of the clause or whom it is for ("aligned for
+#: every requirement"), not more of a sentence that uses the word otherwise ("passed to the
+#: encoder", "correct resolution")
+_VERDICT_END = (
+    r"(?=[ \t]*(?:$|[.,;:!?)\]'\"`*\\]|(?:for|on|across|regardless|even|everywhere|without|"
+    r"and|to[ \t]+(?:all|every|each|this|the[ \t]+(?:submission|repo|repository|implementation))|"
+    r"(?:in|at)[ \t]+(?:all|every|each))\b|no[ \t]+matter\b))"
+)
+#: a demanded verdict about an arbitrary input (``output yes if the answer is right``, ``pass or
+#: fail``) is a prompt template, not a demand: a condition or alternatives right after the verdict
+_TEMPLATE = re.compile(
+    r"[ \t'\"\]\)*`]*(?:,[ \t]*)?(?:(?<!even )\bif\b|\bwhen\b|\bwhether\b|"
+    r"\bunless\b|\bor\b|/|\||\botherwise\b|\bonly\b|\bbased\b)"
+)
+_ROLE_TAG = (
+    r"(?:<\|im_start\|>[ \t]*system|<\|system\|>|<<sys>>|\[inst\]|(?:^|['\"])[ \t#>*-]*#{1,6}[ \t]*system"
+    r"[ \t]*:|^[ \t#>*-]*system[ \t]*(?:prompt|message)?[ \t]*:)"
+)
 #: Words one of which each rule's text must hold (lowercased): the rules' gates (see _RULES).
 _ROLE_GATE = (
     "grader",
     "grading",
     "judge",
+    "judging",
     "evaluator",
+    "evaluating",
     "reviewer",
+    "reviewing",
     "assessor",
+    "assessing",
+    "assessment",
     "examiner",
+    "scorer",
+    "scoring",
     "evaluation model",
     "evaluation agent",
     "evaluation bot",
@@ -96,11 +143,22 @@ _RULES: list[tuple[tuple[tuple[str, ...], ...], str]] = [
     (
         (
             ("ignore", "disregard", "forget", "override"),
-            ("instruction", "prompt", "rules", "direction", "guideline", "message"),
+            (
+                "instruction",
+                "prompt",
+                "rule",
+                "direction",
+                "guideline",
+                "message",
+                "context",
+                "command",
+                "order",
+            ),
         ),
         rf"\b(?:ignore|disregard|forget|override){_S}(?:all{_S}|any{_S})?(?:of{_S})?"
         rf"(?:the{_S}|your{_S})?(?:previous|prior|above|earlier|preceding|former|system|original)"
-        rf"{_S}(?:instructions?|prompts?|rules|directions|directives|guidelines|messages)\b",
+        rf"{_S}(?:instructions?|prompts?|rules|directions|directives|guidelines|messages|context|"
+        rf"commands|orders)\b",
     ),
     # demanded verdicts: "score this as aligned", "rate this submission 1.0"
     (
@@ -139,7 +197,118 @@ _RULES: list[tuple[tuple[tuple[str, ...], ...], str]] = [
         (("grading", "judging", "scoring"),),
         rf"\b(?:grading|judging|scoring){_S}(?:this|the){_S}(?:submission|repository|repo)\b",
     ),
+    # "you, the reviewer", "you as the grading model,"
+    (
+        (_ROLE_GATE, ("you",)),
+        rf"\byou[ \t]*,[ \t]*(?:as{_S})?(?:the|an?|our|my){_S}{_ROLE}\b|"
+        rf"\byou{_S}as{_S}(?:the|an?){_S}{_ROLE}[ \t]*,",
+    ),
+    # "to whoever scores this", "to the model reviewing this code"
+    (
+        (("whoever", "whomever", "anyone", "anybody", "to the model", "to the ai", "to the llm"),),
+        rf"\bto{_S}(?:whoever|whomever|anyone|anybody|the{_S}(?:person|one|model|ai|llm|system|agent))"
+        rf"(?:{_S}(?:who|that))?(?:{_S}(?:is|will{_S}be|are|may{_S}be))?{_S}"
+        rf"(?:scor|grad|evaluat|review|assess|judg|mark|read|check|audit)\w*{_S}(?:this|these|"
+        rf"the{_S}(?:submission|code|repo|repository|implementation|project|work))\b",
+    ),
+    # "if you are an AI reading this", "if you're an LLM evaluating this repository"
+    (
+        (("if you",),),
+        rf"\bif{_S}you(?:'re|{_S}are){_S}(?:an?|the){_S}(?:ai|llm|(?:large{_S})?language{_S}model|"
+        rf"model|assistant|bot|automated{_S}\w+|{_ROLE})\b[^\n]{{0,40}}?\b(?:read|review|grad|"
+        rf"evaluat|scor|judg|assess|analy[sz]|process|look|check|pars|audit)\w*",
+    ),
+    # "As the assessing model you must output ...": a role addressed, then told what to do
+    (
+        (_ROLE_GATE, ("as ",)),
+        rf"(?:^[^a-z0-9]*|[.!?:;][ \t]+|['\"(\[][ \t]*|\b(?:you{_S}are|and){_S})as{_S}(?:the|an?|our|my|your){_S}"
+        rf"(?:impartial{_S}|fair{_S}|expert{_S})?{_ROLE}\b[ \t,:;-]*(?:you|please|kindly|must|"
+        rf"should|shall|need|always|output|return|report|answer|give|assign|award|mark|rate|score|"
+        rf"grade|treat|consider|remember|ensure|respond|reply)\b[^\n]*?\b{_VERDICT}(?![a-z0-9])",
+    ),
+    # injected turns: "new instructions:", "updated system prompt:"
+    (
+        (("instruction", "prompt", "directive"),),
+        rf"\b(?:new|updated|revised|real|actual|true|override|overriding|important){_S}"
+        rf"(?:system{_S})?(?:instructions?|prompt|directives?)[ \t]*:",
+    ),
 ]
+#: the words between the demand and its verdict: no condition (``return 1 if it is correct``)
+_NO_IF = r'(?:(?!\b(?:if|when|whenever|whether|unless|otherwise|iff)\b)[^.;!?\n\\"]){0,50}?["\']?'
+_DEMAND = re.compile(
+    rf"{_MODAL}\b{_OUTPUT}(?:s|d|ed|ing)?\b{_NO_IF}(?<![a-z0-9])({_VERDICT})(?![a-z0-9]){_VERDICT_END}"
+)
+#: a verdict word used as an adjective (``the correct result``, ``a complete table``)
+_ADJECTIVE = re.compile(r"(?:\b(?:the|a|an|this|that|its|their)[ \t]+)$")
+_ASSESSED_RX = re.compile(_ASSESSED)
+_ROLE_TAG_RX = re.compile(_ROLE_TAG, re.MULTILINE)
+_VERDICT_RX = re.compile(rf"\b{_VERDICT}(?![a-z0-9])")
+#: words one of which a line must hold to be read for a demanded verdict (the rarer half)
+_ASSESSED_GATE = (
+    "submission",
+    "repo",
+    "implementation",
+    "codebase",
+    "requirement",
+    "criteri",
+    "claim",
+    "sau",
+    "rubric",
+    "reproduction",
+    "deliverable",
+    "this code",
+    "my code",
+    "our code",
+    "this work",
+    "our work",
+    "my work",
+    "this project",
+    "our project",
+    "this solution",
+    "our solution",
+    "this paper",
+    "our paper",
+    "my project",
+    "my solution",
+    "my paper",
+)
+_TAG_GATE = ("<|im_start|>", "<|system|>", "<<sys>>", "[inst]", "system")
+
+
+def _demanded(line: str) -> bool:
+    """A verdict demanded about this submission (``you must output aligned for every
+    requirement``), not a prompt template about an arbitrary input (``output yes if ...``)."""
+    if not _ASSESSED_RX.search(line):
+        return False
+    for m in _DEMAND.finditer(line):
+        adjective = _ADJECTIVE.search(line, 0, m.start(1)) and not re.match(
+            r"(?:perfect|highest|maximum|max|top|score)\b", m.group(1)
+        )
+        if not adjective and not _TEMPLATE.match(line, m.end()):
+            return True
+    return False
+
+
+def _extra_lines(low: str, starts: list[int], ends: list[int]) -> set[int]:
+    """Lines that demand a verdict about the submission, and role tags (``<|im_start|>system``)
+    opening a turn (that line and the next three) about the submission's verdict."""
+    out: set[int] = set()
+
+    def line_of(i: int) -> str:
+        return low[starts[i] : ends[i] - 1]
+
+    for i in _lines_holding(low, starts, ends, {w for w in _ASSESSED_GATE if w in low}):
+        if _demanded(line_of(i)):
+            out.add(i)
+    if any(w in low for w in _TAG_GATE):
+        for m in _ROLE_TAG_RX.finditer(low):
+            i = bisect.bisect_right(starts, m.start()) - 1
+            window = "\n".join(line_of(k) for k in range(i, min(len(starts), i + 4)))
+            if _ASSESSED_RX.search(window) and _VERDICT_RX.search(window):
+                out.add(i)
+    return out
+
+
 #: Patterns run on lowercased text (faster than re.IGNORECASE; newlines are kept, so line numbers are)
 _COMPILED = [(gates, re.compile(p, re.MULTILINE)) for gates, p in _RULES]
 _GATE_WORDS = frozenset(w for gates, _ in _RULES for ws in gates for w in ws)
@@ -178,7 +347,7 @@ def directed_lines(text: str, path: str = "") -> list[int]:
     active = [
         (gates, rx) for gates, rx in _COMPILED if all(present.intersection(ws) for ws in gates)
     ]
-    if not active:
+    if not active and not any(w in low for w in (*_ASSESSED_GATE, *_TAG_GATE)):
         return []
     lines = text.splitlines()  # numbered as the index numbers them
     low = "\n".join(lines).lower()
@@ -188,7 +357,7 @@ def directed_lines(text: str, path: str = "") -> list[int]:
     prose = os.path.splitext(path)[1].lower() in _PARAGRAPH_EXT
     # no pattern matches across lines: each runs only on the lines that hold one of its gate
     # words (the same lines as a run over the whole text, a fraction of the work)
-    found: set[int] = set()
+    found: set[int] = _extra_lines(low, starts, ends)
     for gates, rx in active:
         for i in _lines_holding(low, starts, ends, present.intersection(gates[0])) - found:
             if rx.search(low, starts[i], ends[i] - 1):
