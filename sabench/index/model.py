@@ -164,6 +164,12 @@ class CodeIndex:
     unread: set[tuple[int, int]] = field(default_factory=set)
     #: of them, the lines of definitions nothing runs
     dead: set[tuple[int, int]] = field(default_factory=set)
+    #: lines of statements whose results reach nothing (:mod:`.liveness`): dead stores, discarded
+    #: computations, operands multiplied by a literal zero, branches under a constant false test
+    inert: set[tuple[int, int]] = field(default_factory=set)
+    #: whether what runs was traced from entry points (a script a shell command runs, a
+    #: ``__main__`` block); False when every module is taken to run (no entry point, a library)
+    entry_traced: bool = False
 
     def mark_unconstructible(self) -> None:
         """The methods of a class that cannot be constructed (its ``__init__`` raises
@@ -182,6 +188,7 @@ class CodeIndex:
         function or module that no running code calls or imports, declares the method, it does not
         implement it (the static judge reads those lines as comments)."""
         self.reads = self._live_reads()
+        self.unread |= self.inert
         for fid, start, end, names in self.declarations:
             if not any(n in self.reads for n in names):
                 self.unread.update((fid, ln) for ln in range(start, end + 1))
@@ -264,6 +271,7 @@ class CodeIndex:
                 run(i)
         if not live:  # nothing runs any of them: a library, judged by what it defines
             return self.reads | {n for d in defs for n in d.reads}
+        self.entry_traced = entries is not None
         for i, d in enumerate(defs):
             if i not in live:
                 self.dead.update((d.fid, ln) for ln in range(d.start, d.end + 1))

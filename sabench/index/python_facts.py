@@ -7,6 +7,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 
+from sabench.index.liveness import inert_statements, statement_lines
 from sabench.index.model import CODE, CodeIndex, Definition, Fact, Function, SourceFile
 from sabench.index.terms import leaf_terms
 from sabench.values import parse_number, words
@@ -265,6 +266,9 @@ class _PyVisitor:
         self.scope: int | None = None
         #: the modules the current scope imports (dotted names, relative ones resolved)
         self.imports: set[str] = set()
+        #: ids of the statements whose results reach nothing (:mod:`.liveness`): what they read
+        #: is not used
+        self.inert: set[int] = set()
 
     def fact(
         self,
@@ -311,6 +315,13 @@ class _PyVisitor:
                     self.sf.comment[ln - 1] = 1
 
     def visit(self, node: ast.AST, ctx: tuple[str, ...]) -> None:
+        if self.reads is not None and id(node) in self.inert:
+            reads, self.reads = self.reads, None  # computed, never used: no reads
+            try:
+                self.visit(node, ctx)
+            finally:
+                self.reads = reads
+            return
         t = type(node)
         if t is ast.Name:
             if self.reads is not None and type(node.ctx) is not ast.Store:  # type: ignore[attr-defined]
@@ -649,6 +660,10 @@ def python_facts(index: CodeIndex, sf: SourceFile, text: str) -> list[tuple[floa
         if i < len(sf.comment):
             sf.comment[i] = 1
     visitor = _PyVisitor(index, sf)
+    if sf.kind == CODE:
+        with contextlib.suppress(RecursionError):
+            visitor.inert = inert_statements(tree)
+            index.inert.update((visitor.fid, ln) for ln in statement_lines(tree, visitor.inert))
     with contextlib.suppress(RecursionError):  # a pathologically deep file keeps what was read
         visitor.run(tree)
     return visitor.literals

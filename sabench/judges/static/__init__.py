@@ -16,9 +16,20 @@ by general rules per dimension:
   function -> ``placeholder``; otherwise a weighted term coverage gives aligned / partial / missing on
   SA-Bench's scale (0, .25, .5, .75, 1).
 
+A claim is implemented only by code that runs in the submission's own execution and whose result
+reaches what the submission reports. Code that does not is text (comment credit, never a value, a
+formula or a step): a statement whose result reaches no return value, written output, later call
+or later live computation (:mod:`sabench.index.liveness`: dead stores, discarded pure expressions,
+operands multiplied by a literal zero, branches under a constant false test), a definition nothing
+live calls, and, when the execution record has ``lines_run`` (path -> lines that ran), every
+statement of a Python code file that did not run (:mod:`.executed`). A formula found only in such
+code is a ``placeholder``. Without ``lines_run`` the reasoning of every credited claim says that it
+rests on dataflow only.
+
 Layout: :mod:`.claims` parses claims, :mod:`.evidence` searches the index, :mod:`.rules` holds the
 shared core and dispatches to one module per rule (:mod:`.numbers`, :mod:`.formulas`,
-:mod:`.protocol`, :mod:`.order`, :mod:`.results`); :mod:`.params` has the rule parameters.
+:mod:`.protocol`, :mod:`.order`, :mod:`.results`); :mod:`.params` has the rule parameters;
+:mod:`.executed` reads the execution record's lines onto the index.
 """
 
 from __future__ import annotations
@@ -43,6 +54,7 @@ from sabench.judges.static.claims import (
     span_operations,
 )
 from sabench.judges.static.evidence import Presence, SubmissionContext, Window, rounded_value
+from sabench.judges.static.executed import executed_index, lines_run, unconfirmed
 from sabench.judges.static.formulas import formula_tokens
 from sabench.judges.static.outcome import Outcome
 from sabench.judges.static.params import BANDS, GENERIC, RULES
@@ -121,6 +133,8 @@ def judge_outcomes(
     index: CodeIndex, saus: list[dict[str, Any]], execution: dict[str, Any] | None = None
 ) -> list[tuple[dict[str, Any], Outcome]]:
     """The rules' outcomes per SAU (with the continuous support, for calibration studies)."""
+    recorded = lines_run(execution) is not None
+    index = executed_index(index, execution)
     ctx = SubmissionContext(index)
     if not ctx.has_code:
         why = "The submission is empty." if index.empty else "The submission has no code or config."
@@ -141,6 +155,8 @@ def judge_outcomes(
                 )
             except Exception as exc2:
                 outcome = Outcome("error", 0.0, None, f"static judge failed: {exc2!r}", [])
+        if not recorded and outcome.verdict in ("aligned", "partial"):
+            outcome = unconfirmed(outcome, index)
         out.append((sau, outcome))
     return out
 

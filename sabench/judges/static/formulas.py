@@ -62,6 +62,9 @@ def judge_formulas(
         return Outcome(
             "drifted", 0.0, "implementation_mismatch", " ".join(r[1] for r in drifted), evidence
         )
+    inert = [r for r in results if r[0] == "inert"]
+    if inert and not matched:  # computed where nothing takes the result: written, not done
+        return Outcome("placeholder", 0.0, "placeholder", " ".join(r[1] for r in inert), evidence)
     if matched:
         frac = len(matched) / len(results)
         return judge.by_support(
@@ -87,22 +90,39 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
         for site in _raw_sites(judge, raw):
             hits[site] += 1
     need = max(1, math.ceil(len(names) * 0.5))
+    # the same computation in code whose result reaches nothing or that did not run
+    inert: tuple[int, int] | None = None
     best: tuple[tuple[bool, float, float], float, float, tuple[int, int], Counter[str]] | None = (
         None
     )
     for (fid, ln), k in hits.items():
-        if k < need or judge.index.files[fid].kind != CODE or judge.index.is_text(fid, ln):
+        if k < need or judge.index.files[fid].kind != CODE:
+            continue
+        text = judge.index.is_text(fid, ln)
+        if text and (inert is not None or judge.index.is_comment(fid, ln)):
             continue
         stmt = _statement(judge, fid, ln)
         toks = formula_tokens(stmt)
         n_cont = sum(min(c, toks.get(t, 0)) for t, c in names.items()) / n_names
         o_total = sum(ops.values()) or 1
         o_cont = sum(min(c, toks.get(t, 0)) for t, c in ops.items()) / o_total
+        if text:
+            if n_cont >= 0.999 and o_cont >= 0.999:
+                inert = (fid, ln)
+            continue
         if n_cont < RULES["formula_names_min"]:
             continue
         key = (n_cont >= 0.999 and o_cont >= 0.999, n_cont + o_cont, n_cont)
         if best is None or key > best[0]:
             best = (key, n_cont, o_cont, (fid, ln), toks)
+    if (best is None or not best[0][0]) and inert is not None:
+        fid, ln = inert
+        why = (
+            f"`{formula}` is computed at {judge.where(fid, ln)} only where its result reaches "
+            "nothing the submission reports (a value nobody reads, a branch or function that "
+            "does not run)."
+        )
+        return ("inert", why, judge.loc(fid, ln))
     if best is None or best[1] < RULES["formula_names_min"]:
         return ("absent", "", None)
     _, n_cont, o_cont, (fid, ln), toks = best
