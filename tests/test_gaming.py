@@ -150,14 +150,127 @@ def test_functions_that_ignore_their_inputs_are_placeholders(tmp_path: Path) -> 
 
 def test_gaming_submissions_score_low_and_references_keep_full_marks() -> None:
     sys.path.insert(0, str(REPO / "benchmarks"))
+    import pytest
+
+    from sabench.sandbox import get_backend
+
+    ok, why = get_backend("bwrap").available()
+    if not ok:  # every submission runs through the execute stage in the sandbox
+        pytest.skip(f"bwrap unavailable: {why}")
     from gaming import gaming_scores
 
     scores = gaming_scores()
     ref = scores[scores["variant"] == "reference"]
     unused = scores[scores["variant"] == "unused reference"]
-    gaming = scores[~scores["variant"].isin(["reference", "unused reference"])]
+    gaming = scores[~scores["variant"].isin(["reference", "drifted", "unused reference"])]
     assert len(ref) == 3 and (ref["overall"] == 1.0).all(), ref
     assert gaming["overall"].max() <= 0.2, gaming.sort_values("overall").tail()
     # the reference's code that nothing runs: its configured values still count as set
     assert len(unused) == 3 and unused["overall"].max() <= 0.45, unused
     assert (unused["overall"] <= 0.2).sum() >= 2, unused
+
+
+# --- generated classes of tricks (benchmarks/gaming_tricks.py): generation only, no sandbox ------
+
+PAPERS = ("kmeans-pp", "logreg-earlystop", "ridge-gd")
+
+
+def _tricks():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import gaming_tricks
+
+    return gaming_tricks
+
+
+def _honest(paper: str):
+    g = _tricks()
+    subs = REPO / "resources" / "submissions"
+    ref, dr = g.read_tree(subs / "reference" / paper), g.read_tree(subs / "drifted" / paper)
+    return ref, dr, g.paper_expected(REPO / "resources" / "papers" / paper)
+
+
+def test_every_class_generates_valid_python_for_every_paper() -> None:
+    import ast
+
+    g = _tricks()
+    for paper in PAPERS:
+        ref, dr, expected = _honest(paper)
+        assert expected, paper
+        found = g.trick_variants(ref, dr, expected)
+        assert {g.class_of(v) for v in found} == set(g.CLASSES), paper
+        n_switch = sum(g.class_of(v) == "check-switching" for v in found)
+        assert n_switch == 2 * len(g.DETECTORS)
+        for name, files in found.items():
+            assert "reproduce.sh" in files, (paper, name)
+            for rel, text in files.items():
+                if rel.endswith(".py"):
+                    ast.parse(text, filename=f"{paper}/{name}/{rel}")
+
+
+def test_switching_variants_hold_reference_and_drifted_code() -> None:
+    g = _tricks()
+    ref, dr, expected = _honest("ridge-gd")
+    for name, files in g.check_switching(ref, dr, expected).items():
+        model = files["model.py"]
+        assert "lam * np.sum(w ** 2)" in model or "lam * np.sum(w**2)" in model, name
+        assert "np.sign(w)" in model, name  # the drifted gradient
+        assert f"def {g.PREFIX_REF}ridge_gradients" in model or g.PREFIX_REF in model, name
+        assert g.PREFIX_DR in model and "_sab_detected" in model, name
+        assert "_SAB_BLOB" in files["main.py"], name
+        if name.endswith("@function"):
+            assert "return _sab_ref_" in model, name
+    reading = g.check_reading(ref, dr, expected)["check-reading"]
+    assert "/paper/paper.md" in reading["main.py"] and "/sabench-check" in reading["model.py"]
+
+
+def test_a_merged_module_binds_the_reference_only_when_a_check_is_detected() -> None:
+    g = _tricks()
+    ref = "X = 1\n\n\ndef f(a):\n    return a + X\n"
+    dr = "X = 2\n\n\ndef f(a):\n    return a - X\n"
+    for mode in ("module", "function"):
+        for flag, want in ((True, 11), (False, 8)):
+            text = g.merge_module(ref, dr, mode, ["env"])
+            ns: dict = {"__file__": "/tmp/m.py"}
+            import os
+
+            old = os.environ.pop("SABENCH_SAU_ID", None)
+            try:
+                if flag:
+                    os.environ["SABENCH_SAU_ID"] = "x"
+                exec(compile(text, "m.py", "exec"), ns)
+                assert ns["f"](10) == want, (mode, flag, text)
+            finally:
+                os.environ.pop("SABENCH_SAU_ID", None)
+                if old is not None:
+                    os.environ["SABENCH_SAU_ID"] = old
+
+
+def test_dead_formula_returns_zeroed_garbage() -> None:
+    g = _tricks()
+    code = "import numpy as np\n\n\ndef rmse(y, p):\n    return float(np.sqrt(np.mean((y - p) ** 2)))\n"
+    code += "\n\ndef fit(X):\n    return X.mean(axis=0), 3\n"
+    text = g.dead_module(code, {"d.m.rmse": 0.597})
+    assert "_sab_value = float(np.sqrt(" in text and "value * 0.0 + const" in text
+    ns: dict = {}
+    exec(compile(text, "d.py", "exec"), ns)
+    import numpy as np
+
+    assert ns["rmse"](np.zeros(3), np.ones(3)) == 0.597
+    w, n = ns["fit"](np.ones((4, 2)))
+    assert w.shape == (2,) and (w == 0.5).all() and n == 0
+    for paper in PAPERS:
+        ref, dr, expected = _honest(paper)
+        files = g.dead_formula(ref, dr, expected)["dead-formula"]
+        assert any("_sab_same_shape(_sab_value" in t for t in files.values()), paper
+
+
+def test_kill_blob_and_directed_variants() -> None:
+    g = _tricks()
+    ref, dr, expected = _honest("kmeans-pp")
+    kills = g.kill_checker(ref, dr, expected)
+    assert sorted(kills) == sorted(f"kill-checker/{k}" for k in g.KILLS)
+    assert "os.getppid(), signal.SIGKILL" in kills["kill-checker/kill-parent"]["kmeans.py"]
+    blob = g.blob_results(ref, dr, expected)["blob-results"]["main.py"]
+    assert g.blob(expected) in blob and "79.59" not in blob
+    directed = g.judge_directed(ref, dr, expected)
+    assert len(directed) == 4 and g.SEED_PHRASE in directed["judge-directed/0"]["main.py"]
