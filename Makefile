@@ -40,6 +40,7 @@ demo: setup
 	@echo
 	@cat $(RESULTS)/tables/summary.md
 	@echo
+	@echo "The drifted agent's failures (drifted/kmeans-pp/0: failed, its low scores) are planted on purpose: resources/manifests/drifted/*.yaml lists each drift."
 	@echo "Tables: $(RESULTS)/tables/*.parquet   Report: $(RESULTS)/report/index.html"
 
 test: setup

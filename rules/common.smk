@@ -2,6 +2,7 @@
 import hashlib
 import inspect
 import json
+import re
 import shlex
 import sys
 from functools import cache
@@ -216,16 +217,23 @@ for _slug, _judge in JUDGE_BY_SLUG.items():
 JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
 
 # Batched steps (docs/architecture.md): cheap steps of one paper's runs share a job. Every paper
-# has the same runs (agent, seed). A batch waits for all its runs, so it holds only runs that no
-# fault can hold up: those of replay and null agents when nothing is executed. Their judges that
-# call no model and run no code judge per paper; those agents without GPUs also replay per paper
-# when no judge follows per run (a batch rewrites each of its runs, and what reads a rewritten
-# run reruns).
-PAPER_RUNS = list(dict.fromkeys((a, s) for a, _, s in SETTINGS.runs))
+# has the same runs (agent, seed) of the agents that run every paper; an agent scoped to some
+# (its `papers`) takes a job per run for every step, its merge included. A batch waits for all
+# its runs, so it holds only runs that no fault can hold up: those of replay and null agents when
+# nothing is executed. Their judges that call no model and run no code judge per paper; those
+# agents without GPUs also replay per paper when no judge follows per run (a batch rewrites each
+# of its runs, and what reads a rewritten run reruns).
+_AGENT_PAPERS = {a: {p for b, p, _ in SETTINGS.runs if b == a} for a in SETTINGS.agents}
+SCOPED_AGENTS = [a for a, ps in _AGENT_PAPERS.items() if ps != set(SETTINGS.papers)]
+PAPER_RUNS = list(
+    dict.fromkeys((a, s) for a, _, s in SETTINGS.runs if a not in SCOPED_AGENTS)
+)
 BATCHED_JUDGES = [s for s, j in JUDGE_BY_SLUG.items() if judge_kind(j).batched]
 ALONE_JUDGES = [s for s in JUDGE_BY_SLUG if s not in BATCHED_JUDGES]
 BATCHED_AGENTS = [
-    a for a in SETTINGS.agents if not EXECUTE and batched_agent(SETTINGS.agents[a])
+    a
+    for a in SETTINGS.agents
+    if not EXECUTE and batched_agent(SETTINGS.agents[a]) and a not in SCOPED_AGENTS
 ]
 JUDGED_IN_BATCHES = bool(BATCHED_AGENTS and BATCHED_JUDGES)
 REPLAYED_IN_BATCHES = [
@@ -259,12 +267,22 @@ PAPER_GROUP = "papers"
 GROUPED = bool(workflow.resource_settings.nodes)
 
 
+# A GPU model is declared only where some agent names one: an empty one would be a `gpu_model=`
+# in every Slurm job (the jobs of a group, CPU-only ones included, must agree on it).
+GPU_MODEL_NAMED = any(AGENT_GPU_MODEL.values()) or any(EXECUTE_GPU_MODEL.values())
+
+
 def cluster_resources(**resources):
     """Resources only a cluster's scheduler reads (GPU model, CPUs per task, time limit, a run's
     scratch disk):
     declared where a profile counts jobs in nodes, as groups are; locally they would only be
-    evaluated for every job of a dry run."""
-    return resources if GROUPED else {}
+    evaluated for every job of a dry run. ``gpu_model`` only where some agent names one.
+    """
+    if not GROUPED:
+        return {}
+    if not GPU_MODEL_NAMED:
+        resources.pop("gpu_model", None)
+    return resources
 
 
 def gpu_resource(gpus):

@@ -80,7 +80,29 @@ if JUDGED_IN_BATCHES:
             f"{' --merge' if MERGED_IN_BATCHES else ''} > {{log:q}} 2>&1"
 
 
-if not MERGED_IN_BATCHES:
+if SCOPED_AGENTS:
+
+    rule judgments_run:
+        """All judges' rows of one run of an agent scoped to some papers (its `papers`): its
+        papers' runs differ from the others', so they merge alone (sabench.judges.merge).
+        """
+        input:
+            [run_file(f"judge/{slug}.parquet") for slug in JUDGE_BY_SLUG],
+        output:
+            run_file("judgments.parquet"),
+        log:
+            run_file("logs/judgments.log"),
+        wildcard_constraints:
+            agent="|".join(re.escape(a) for a in SCOPED_AGENTS),
+        localrule: True
+        conda:
+            "../envs/sabench.yaml"
+        shell:
+            f"{PYTHON} -m sabench.judges.merge {{output:q}} --judges {' '.join(map(shlex.quote, JUDGE_BY_SLUG))}"
+            " > {log:q} 2>&1"
+
+
+if not MERGED_IN_BATCHES and PAPER_RUNS:
 
     rule judgments:
         """All judges' rows of each run of one paper, one table per run (sabench.judges.merge);

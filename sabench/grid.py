@@ -6,6 +6,7 @@ Every user mistake becomes a one-line :class:`UserError` naming the file and the
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import re
@@ -353,6 +354,15 @@ def agent_seeds(agent: dict[str, Any], default: list[int]) -> list[str]:
     return [str(s) for s in agent.get("seeds", default)]
 
 
+def agent_papers(agent: dict[str, Any], papers: list[str]) -> list[str]:
+    """The papers of ``papers`` the agent runs: those its ``papers`` list names or matches (glob
+    patterns, ``ridge-*``), in grid order; every paper when it has no list."""
+    patterns = agent.get("papers")
+    if patterns is None:
+        return papers
+    return [p for p in papers if any(fnmatch.fnmatchcase(p, str(pat)) for pat in patterns)]
+
+
 def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "config") -> Settings:
     """Validate ``config`` (as Snakemake merged it, ``--config`` values typed by the schema) and
     build the grid."""
@@ -409,7 +419,7 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
     runs = [
         (agent, paper, seed)
         for agent in agents
-        for paper in wanted_papers
+        for paper in agent_papers(agents[agent], wanted_papers)
         for seed in agent_seeds(agents[agent], config["seeds"])
     ]
     return Settings(
@@ -596,6 +606,6 @@ def extraction_fingerprint(extraction: dict[str, Any], settings: dict[str, Any])
     return fingerprint({"code": digest.hexdigest(), "options": options, "settings": given})
 
 
-#: Agent keys that only say where its jobs are scheduled (moving a grid to a cluster and naming the
-#: site's GPU model must not rerun the agents).
-SCHEDULING_KEYS = ("gpu_model", "cpus")
+#: Agent keys that only say where its jobs are scheduled or which papers it runs (moving a grid to a
+#: cluster, naming the site's GPU model or scoping an agent to its papers must not rerun it).
+SCHEDULING_KEYS = ("gpu_model", "cpus", "papers")

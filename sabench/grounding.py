@@ -2,8 +2,9 @@
 
 A quote is found in the paper exactly (after :func:`normalize`) or, from 12 characters on, fuzzily
 (rapidfuzz); the passage found must hold every number of the quote. A claim without a usable quote
-(a curated SAU whose source is a section heading) is grounded when most of its words are in the
-paper. Either way every number of the claim must be in the paper. Numbers are compared as values
+(a curated SAU whose source names a section, table or equation, or is shorter than 15 characters)
+is grounded when most of its words are in the paper; a quote the paper does not hold grounds
+nothing, whatever the claim's words match. Either way every number of the claim must be in the paper. Numbers are compared as values
 (:mod:`sabench.values`), never as substrings: ``0.2`` does not match inside ``0.25`` or ``10.2``,
 and ``1e-3``, ``0.001`` and ``10^-3`` are the same number.
 """
@@ -53,6 +54,23 @@ def number_keys(text: str) -> frozenset[float]:
 def numbers_held(text: str, keys: frozenset[float]) -> bool:
     """Whether every number of ``text`` is among ``keys`` (in one of its readings)."""
     return all(mention & keys for mention in _mentions(text))
+
+
+#: A source that names a place in the paper rather than quoting it ("Section 4.2, Table 1",
+#: "Appendix B.1 (Vision Transformer)", "3.2.1, D.1", "2 Method"): it grounds through the claim's
+#: words. Any other source of 15+ characters is a quote, and a quote not found grounds nothing.
+_REFERENCE = re.compile(
+    r"^[(\[]?(?:(?:sections?|secs?|§|appendix|appendices|app|tables?|tab|figures?|figs?|eqs?"
+    r"|equations?|algorithms?|alg|paragraphs?|para|abstract|introduction|conclusions?|chapters?"
+    r"|pages?|pp?|lines?|listings?|theorems?|lemmas?|definitions?|remarks?|footnotes?)\b\.?"
+    r"|\d+(?:\.\d+)*[)\]]?(?:\s+(?-i:[A-Z])|\s*[,;]|\s*$)|[a-z]\.\d)",
+    re.IGNORECASE,
+)
+
+
+def is_reference(source: str) -> bool:
+    """Whether ``source`` names a section, table, equation ... rather than quoting the paper."""
+    return bool(_REFERENCE.match(source.strip()))
 
 
 def _words(text: str) -> list[str]:
@@ -141,16 +159,20 @@ def ground(
     """Whether an SAU is grounded in ``paper`` and where its quote is.
 
     ``require_quote`` (extracted SAUs, whose source is by contract a verbatim quote) grounds
-    only through the quote, of any length; otherwise a quote of 15+ characters or the claim's
-    words do. A quote the paper holds with other numbers is a wrong quote: never grounded."""
+    only through the quote, of any length; otherwise a source of 15+ characters that names no
+    place in the paper (:func:`is_reference`) is a quote and grounds only if found, whatever the
+    claim's words match, and a short source or a reference grounds through the claim's words. A
+    quote the paper holds with other numbers is a wrong quote: never grounded."""
     _score, pos, misquoted = _find(source, paper.norm, min_score)
-    is_quote = require_quote or len(normalize(source)) >= MIN_QUOTE_CHARS
+    is_quote = require_quote or (
+        len(normalize(source)) >= MIN_QUOTE_CHARS and not is_reference(source)
+    )
     if (misquoted and is_quote) or not numbers_held(claim, paper.numbers):
         return Grounding(False, pos)
-    if pos >= 0 and is_quote:
+    if is_quote:  # a quote the paper does not hold grounds nothing
+        return Grounding(pos >= 0, pos)
+    if pos >= 0 and len(normalize(source)) >= MIN_QUOTE_CHARS:  # a heading the paper holds
         return Grounding(True, pos)
-    if require_quote:
-        return Grounding(False, pos)
     words = [w for w in _words(claim) if len(w) > 3 or any(c.isdigit() for c in w)]
     share = sum(w in paper.vocab for w in words) / len(words) if words else 0.0
     return Grounding(share >= MIN_WORD_SHARE, pos)

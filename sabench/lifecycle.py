@@ -27,6 +27,27 @@ def on_start(settings: Any, workflow: Any) -> None:
         for line in problems:
             print(f"error: {line}", file=sys.stderr)
         sys.exit(1)
+    for line in missing_replay_sources(settings):
+        print(f"warning: {line}", file=sys.stderr)
+
+
+def missing_replay_sources(settings: Any, repo: Path | None = None) -> list[str]:
+    """A line per run of a replay agent (a folder template; an archive is read by its job) whose
+    source has no folder for the paper: the run will be ``missing_source``, left out of the
+    agent's scores (docs: an agent's ``papers`` scopes it to the papers it has)."""
+    from sabench.agents import missing_source_line, resolve_template
+
+    repo = repo or Path.cwd()
+    lines = []
+    for agent, paper, seed in settings.runs:
+        spec = settings.agents[agent]
+        if spec.get("kind") != "replay" or "path" not in spec:
+            continue
+        source = resolve_template(spec["path"], paper, seed, repo)
+        if not source.is_dir():
+            why = f"source folder not found: {source}"
+            lines.append(missing_source_line(agent, paper, seed, spec, why))
+    return lines
 
 
 def on_end(settings: Any, workflow: Any, *, ok: bool) -> None:
@@ -40,22 +61,37 @@ def on_end(settings: Any, workflow: Any, *, ok: bool) -> None:
         release_results()  # last: the results folder's lock (sabench.locks; also at exit)
 
 
-def _key_env(owner: str, settings: dict[str, Any] | None, field: str) -> list[str]:
-    name = (settings or {}).get("api_key_env")
-    if name and not os.environ.get(name):
-        return [f"{owner}: {field}: environment variable {name} is not set (export it first)"]
-    return []
+def _key(
+    owner: str,
+    model: str | None,
+    settings: dict[str, Any] | None,
+    field: str,
+    config_key: str | None = None,
+) -> list[str]:
+    from sabench.llm.keys import missing_key
+
+    line = missing_key(model, settings, owner, field, config_key)
+    return [line] if line else []
 
 
 def missing_api_keys(settings: Any) -> list[str]:
-    """Every ``api_key_env`` of the grid's agents, judges and SAU extraction whose variable is
-    unset or empty, and every variable a ``command`` agent passes on that the host lacks: each one
-    line naming who needs it. Checked before any job starts, so that a missing key is one line,
-    not a grid of failed runs."""
+    """Every key the grid's agents, judges and SAU extraction lack: an ``api_key_env`` whose
+    variable is unset or empty, or, without one (and without an ``api_base`` server), the provider's
+    own variable litellm names (``OPENAI_API_KEY``); and every variable a ``command`` agent passes
+    on that the host lacks: each one line naming who needs it. Checked before any job starts, so
+    that a missing key is one line, not a grid of failed runs."""
     config = settings.config
     problems: list[str] = []
     for name, agent in settings.agents.items():
-        problems += _key_env(f"agent {name}", agent, "api_key_env")
+        model = agent.get("model") if agent.get("kind") in ("basic", "pipeline") else None
+        if model or agent.get("api_key_env"):
+            problems += _key(
+                f"agent {name}",
+                model,
+                agent,
+                "api_key_env",
+                f"config/agents.yaml: {name}.api_key_env",
+            )
         for variable in agent.get("env", []) if agent.get("kind") == "command" else []:
             if variable not in os.environ:
                 problems.append(
@@ -67,15 +103,25 @@ def missing_api_keys(settings: Any) -> list[str]:
     for judge in judges:
         kind = judge_kind(judge)
         if kind is not None and kind.model:
-            problems += _key_env(
-                f"judge {judge}", config["judge_settings"].get(judge), "api_key_env"
+            endpoint = config["judge_settings"].get(judge) or {}
+            model = judge.split(":", 1)[1] if ":" in judge else endpoint.get("model")
+            problems += _key(
+                f"judge {judge}",
+                endpoint.get("model") or model,
+                endpoint,
+                "api_key_env",
+                f'judge_settings["{judge}"].api_key_env',
             )
     extraction = config.get("saus_extraction") or {}
     extractor = extraction.get("extractor")
     if extractor:
         merged = {**config["judge_settings"].get(extractor, {}), **extraction.get("settings", {})}
-        problems += _key_env(
-            f"saus_extraction {extractor}", merged, "saus_extraction.settings.api_key_env"
+        model = extractor.split(":", 1)[1] if extractor.startswith("llm:") else extractor
+        problems += _key(
+            f"saus_extraction {extractor}",
+            merged.get("model") or model,
+            merged,
+            "saus_extraction.settings.api_key_env",
         )
     return problems
 

@@ -503,3 +503,53 @@ def test_coverage_counts_the_runs_whose_score_is_withheld() -> None:
     )  # P1 (2 judged, 3 errors); P2 (1 and 1) keeps its score
     withheld = scores[(scores["paper"] == "P1") & (scores["dimension"] == "overall")]
     assert withheld["score"].isna().all()
+
+
+def _make_missing_source(root: Path, run: tuple[str, str, str], **config: object) -> None:
+    """Turn a run into a replay whose source had no folder for the paper (its judges scored the
+    empty submission 0, as they would)."""
+    from sabench.aggregate.read import EMPTY_SUBMISSION
+
+    agent, paper, seed = run
+    folder = root / "runs" / agent / paper / seed
+    record = json.loads((folder / "agent.json").read_text())
+    record.update(
+        status="missing_source",
+        error=f"source folder not found: subs/{paper}",
+        submission_hash=EMPTY_SUBMISSION,
+        config={"kind": "replay", "path": "subs/{paper}", **config},
+    )
+    write_json(folder / "agent.json", record)
+    frame = pd.read_parquet(folder / "judgments.parquet")
+    frame["score"], frame["verdict"], frame["submission_hash"] = 0.0, "missing", EMPTY_SUBMISSION
+    write_parquet(folder / "judgments.parquet", frame)
+
+
+def test_a_missing_source_is_coverage_not_a_zero(tmp_path: Path) -> None:
+    """A replay agent without a folder for a paper (a paper added later) is not scored 0 on it:
+    the run is left out of every score, counted in coverage with its cause, and leaves no
+    .incomplete marker (no rerun would redo it)."""
+    root = build_tree(tmp_path / "r")
+    before = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    a_before = row(before["scores_by_agent"], agent="A", dimension="overall")["score"]
+    _make_missing_source(root, ("A", "P2", "0"))
+    agg.write_tables(root, GRID, list(PAPERS))
+    tables = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    assert not (root / "tables" / agg.INCOMPLETE_MARKER).exists()
+    missing = row(tables["incomplete_runs"], agent="A", paper="P2", seed="0")
+    assert (missing["stage"], missing["cause"]) == ("reproduce", "missing_source")
+    assert "source folder not found" in missing["message"]
+    cov = row(tables["coverage"], agent="A", judge="static")
+    assert cov["incomplete_causes"] == "missing_source=1"
+    assert cov["n_runs_complete"] == cov["n_runs"] - 1
+    scored = tables["scores_by_run"]
+    assert scored[(scored["agent"] == "A") & (scored["paper"] == "P2")].empty
+    # the run is still a row of `runs`, with its status
+    assert row(tables["runs"], agent="A", paper="P2", seed="0")["agent_status"] == "missing_source"
+    a = row(tables["scores_by_agent"], agent="A", dimension="overall")
+    assert a["n_papers"] == 1 and a["score"] != a_before
+    # SA-Bench's convention, on request: the empty submission scores 0
+    _make_missing_source(root, ("A", "P2", "0"), missing_source="zero")
+    zero = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    assert zero["incomplete_runs"].empty
+    assert row(zero["scores_by_agent"], agent="A", dimension="overall")["n_papers"] == 2

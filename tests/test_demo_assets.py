@@ -327,3 +327,15 @@ def test_expected_results_match_the_reference_run(paper, tmp_path):
             if isinstance(tol, str):
                 tol = abs(item["value"]) * float(tol.rstrip("%")) / 100
             assert abs(results[item["metric"]] - item["value"]) <= tol, (sau["id"], item)
+
+
+def test_the_demo_says_the_drifted_failures_are_planted() -> None:
+    """make demo ends with one line saying the drifted agent's failures are planted, naming
+    the manifests that list them (and those manifests do record the failed execution)."""
+    makefile = (REPO / "Makefile").read_text()
+    demo = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    lines = [ln for ln in demo.splitlines() if "planted" in ln]
+    assert len(lines) == 1 and "drifted/kmeans-pp/0: failed" in lines[0]
+    assert "resources/manifests/drifted/" in lines[0]
+    manifest = REPO / "resources/manifests/drifted/kmeans-pp.yaml"
+    assert "execution: failed" in manifest.read_text()

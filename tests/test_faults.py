@@ -253,3 +253,34 @@ def test_a_missing_key_stops_the_grid_before_any_job(tmp_path: Path) -> None:
     ]
     assert not (tmp_path / "results" / "runs").exists(), "no job may have started"
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.workflow
+def test_a_provider_key_no_setting_names_stops_the_grid_before_any_job(tmp_path: Path) -> None:
+    """An LLM judge and LLM extraction with no api_key_env: the provider's own variable
+    (OPENAI_API_KEY, which litellm names) is checked up front, one line each, no job starts."""
+    args = _grid(tmp_path, f"http://127.0.0.1:{_closed_port()}/v1")
+    args = [a for a in args if not a.startswith("judges=")]
+    args += ["judges=[static, llm:openai/gpt-4o-mini]"]
+    args += ["saus_extraction={extractor: llm:openai/gpt-4o-mini}"]
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", KEY_ENV)}
+    env[KEY_ENV] = "sk-for-the-basic-agent"
+    proc = subprocess.run(
+        [SNAKEMAKE, "--cores", "1", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in env.items() if not k.startswith("SNAKEMAKE")},
+    )
+    assert proc.returncode != 0
+    errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("error:")]
+    assert errors == [
+        "error: judge llm:openai/gpt-4o-mini: environment variable OPENAI_API_KEY is not set "
+        "(openai/gpt-4o-mini reads its key from it): export it, or name the variable that "
+        'holds the key in judge_settings["llm:openai/gpt-4o-mini"].api_key_env',
+        "error: saus_extraction llm:openai/gpt-4o-mini: environment variable OPENAI_API_KEY is "
+        "not set (openai/gpt-4o-mini reads its key from it): export it, or name the variable "
+        "that holds the key in saus_extraction.settings.api_key_env",
+    ]
+    assert not (tmp_path / "results" / "runs").exists(), "no job may have started"
+    assert "Traceback" not in proc.stderr

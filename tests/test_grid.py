@@ -179,3 +179,44 @@ def test_a_json_word_is_one_shell_word_and_the_same_params_record_as_its_dict() 
     assert shlex.split(shown) == ["--spec", json.dumps(plain, sort_keys=True)]
     record = PersistenceBase._serialize_param_builtin
     assert record(None, word) == record(None, plain) == repr(plain)
+
+
+def test_an_agent_runs_only_its_papers(tmp_path: Path) -> None:
+    """`papers:` (names or glob patterns) scopes an agent: no run of any other paper; the others
+    keep every paper; the scope is not part of the agent's settings (changing it reruns nothing)."""
+    from types import SimpleNamespace
+
+    from sabench.grid import SCHEDULING_KEYS
+    from sabench.lifecycle import missing_replay_sources
+
+    agents = AGENTS.replace("  path: subs/{paper}\n", "  path: subs/{paper}\n  papers: [p1]\n", 1)
+    agents += 'globbed:\n  kind: "null"\n  papers: ["p*2", nope]\n'
+    workdir = _workdir(tmp_path, agents, papers=("p1", "p2", "q3"))
+    settings = load_settings({"seeds": [0]}, workdir)
+    by_agent: dict[str, list[str]] = {}
+    for agent, paper, _ in settings.runs:
+        by_agent.setdefault(agent, []).append(paper)
+    assert by_agent == {
+        "ref": ["p1"],
+        "seeded": ["p1", "p2", "q3"],
+        "null": ["p1", "p2", "q3"],
+        "globbed": ["p2"],
+    }
+    assert "papers" in SCHEDULING_KEYS
+    # the workflow's start names each run whose replay source has no folder for the paper
+    (workdir / "subs" / "p1" / "0").mkdir(parents=True)
+    lines = missing_replay_sources(
+        SimpleNamespace(runs=settings.runs, agents=settings.agents), workdir
+    )
+    assert [ln.split(" (")[0] for ln in lines] == [
+        "agent seeded has no submission for p2/0",
+        "agent seeded has no submission for q3/0",
+    ]
+    assert "left out of its scores" in lines[0] and "papers" in lines[0]
+
+
+def test_an_agents_papers_must_be_a_list_of_names() -> None:
+    from sabench.grid import validate
+
+    with pytest.raises(UserError, match="papers"):
+        validate({"a": {"kind": "null", "papers": "p1"}}, "agents.schema.yaml", "agents.yaml")

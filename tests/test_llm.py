@@ -279,6 +279,72 @@ def test_missing_key_variable_is_fatal(
     assert server.count == 0
 
 
+def test_the_providers_own_key_is_checked_before_any_request(
+    server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No api_key_env and no api_base: the variable litellm names for the provider is checked at
+    the first request, fatal at once (no retries, no 'Missing credentials' per SAU)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    c = client(server, tmp_path, model="openai/gpt-4o-mini", api_base=None, max_retries=4)
+    with pytest.raises(LLMError) as info:
+        run(c.chat(msgs("hi")))
+    assert info.value.fatal and info.value.attempts == 1
+    assert "environment variable OPENAI_API_KEY is not set" in str(info.value)
+    assert server.count == 0
+    # a local server (api_base) needs no key: the scripted server answers without one
+    server.set_script([{"replies": [{"content": "ok"}]}])
+    assert run(client(server, tmp_path).chat(msgs("hi"))).content == "ok"
+    assert server.requests[-1]["headers"]["authorization"] == "Bearer sk-no-key-required"
+
+
+def test_missing_key_names_the_variable_and_where_to_set_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from sabench.lifecycle import missing_api_keys
+    from sabench.llm.keys import missing_key
+
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SABENCH_K"):
+        monkeypatch.delenv(name, raising=False)
+    line = missing_key("anthropic/claude-3-5-sonnet", {}, "judge x", "api_key_env", "cfg.key")
+    assert line is not None
+    assert line.startswith("judge x: environment variable ANTHROPIC_API_KEY is not set")
+    assert line.endswith("name the variable that holds the key in cfg.key")
+    assert missing_key("openai/gpt-4o-mini", {"api_base": "http://h:1/v1"}, "j", "f") is None
+    assert missing_key("hosted_vllm/qwen", {}, "j", "f") is None  # litellm: no key needed
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-x")
+    assert missing_key("anthropic/claude-3-5-sonnet", {}, "j", "f") is None
+
+    settings = SimpleNamespace(
+        agents={
+            "replay": {"kind": "replay", "path": "x/{paper}"},
+            "local": {"kind": "basic", "model": "openai/q", "api_base": "http://h:1/v1"},
+            "cloud": {"kind": "pipeline", "model": "openai/gpt-4o"},
+        },
+        judges=["static", "llm:openai/gpt-4o-mini", "llm:openai/local"],
+        drift_runs=[],
+        config={
+            "judge_settings": {
+                "llm:openai/local": {"api_base": "http://h:1/v1"},
+                "llm:anthropic/claude-3-5-sonnet": {"api_key_env": "SABENCH_K"},
+            },
+            "saus_extraction": {"extractor": "llm:anthropic/claude-3-5-sonnet"},
+        },
+    )
+    problems = missing_api_keys(settings)
+    assert [p.split(":")[0] for p in problems] == [
+        "agent cloud",
+        "judge llm",  # judge llm:openai/gpt-4o-mini
+        "saus_extraction llm",
+    ]
+    assert (
+        "OPENAI_API_KEY" in problems[0] and "config/agents.yaml: cloud.api_key_env" in problems[0]
+    )
+    assert 'judge_settings["llm:openai/gpt-4o-mini"].api_key_env' in problems[1]
+    assert "environment variable SABENCH_K is not set" in problems[2]
+
+
 def test_the_grid_budget_stops_requests_not_cached_answers(
     server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

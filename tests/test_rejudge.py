@@ -160,6 +160,8 @@ def test_sabench_data_generates_agents_papers_and_reference(tmp_path: Path) -> N
     assert settings.agents["cfg_a"]["archive"].endswith("runs/cfg_a.tar.gz")
     assert settings.agents["cfg_a"]["member"] == "{paper}"
     assert settings.agents["unpacked"]["path"].endswith("runs/unpacked/{paper}")
+    # SA-Bench scores a configuration's missing run 0: its agents keep that convention
+    assert {a["missing_source"] for a in settings.agents.values()} == {"zero"}
     assert settings.papers == ["p1", "p2"] and len(settings.runs) == 4
     assert settings.config["saus_path"].endswith("saus/{paper}.json")
     assert settings.config["judge_settings"]["reference"]["format"] == "sabench"

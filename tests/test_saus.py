@@ -232,6 +232,64 @@ def test_grounding_checks_numbers_as_values(
     assert is_grounded(claim, source, paper) is grounded
 
 
+LONG_PAPER = (
+    "# Method\n\n## 4.2 Training details\n"
+    "We optimise the network with **stochastic gradient descent** and a learning rate of 0.07,\n"
+    "decayed by a cosine schedule, for 90 epochs on 8 GPUs. Weight decay is 5e-4.\n"
+    "The learning rate and the optimiser are shared by every baseline we compare with, using Adam "
+    "and cosine decay where a baseline's authors did.\n"
+)
+#: the claim's words are all in the paper: only the quote decides
+LONG_CLAIM = "The learning rate of 0.07 is used with Adam and cosine decay."
+
+
+@pytest.mark.parametrize(
+    ("source", "grounded"),
+    [
+        # absent: words of the paper, an order and a sentence it never has
+        ("We train with a learning rate of 0.07 using Adam and cosine decay", False),
+        ("...learning rate of 0.07 using Adam and cosine decay", False),
+        (
+            "The optimiser is Adam with a learning rate of 0.07 and cosine decay for 90 epochs",
+            False,
+        ),
+        # present, verbatim
+        ("a learning rate of 0.07,\ndecayed by a cosine schedule, for 90 epochs", True),
+        # present, with other whitespace and markdown
+        (
+            "optimise the network with stochastic   gradient descent and a learning rate of 0.07",
+            True,
+        ),
+        ("We optimise the network with *stochastic gradient descent*", True),
+        ("`Weight decay is 5e-4.`", True),
+        # a place in the paper, not a quote: the claim's words ground it
+        ("Section 4.2, Table 1", True),
+        ("4.2 Training details", True),
+        ("Appendix B.1 (Vision Transformer)", True),
+    ],
+)
+def test_a_quote_the_paper_does_not_hold_grounds_nothing(source: str, grounded: bool) -> None:
+    assert is_grounded(LONG_CLAIM, source, LONG_PAPER) is grounded
+
+
+def test_generated_long_quotes_are_grounded_only_when_present() -> None:
+    """Every 12-word window of the paper is grounded as a quote; the same window with one word
+    replaced by a word the paper has elsewhere is not, although the claim's words all match."""
+    import random
+
+    words = " ".join(LONG_PAPER.split("\n")[3:]).replace("**", "").split()
+    rng = random.Random(7)
+    paper = PaperText(LONG_PAPER)
+    for start in range(0, len(words) - 12, 3):
+        window = words[start : start + 12]
+        quote = " ".join(window)
+        assert ground(LONG_CLAIM, quote, paper).grounded, quote
+        i = rng.randrange(1, 11)
+        swapped = [*window[:i], "transformer", "pretraining", "distillation", *window[i + 1 :]]
+        assert not ground(LONG_CLAIM, " ".join(swapped), paper).grounded, swapped
+        assert ground(LONG_CLAIM, "  ".join(f"_{w}_" for w in window), paper).grounded, window
+
+
 def test_curated_sau_quoting_a_wrong_number_is_not_grounded(tmp_path: Path) -> None:
     """The curated import grounds as extraction does: the quote's numbers must be the paper's."""
     folder = tmp_path / "ridge"

@@ -142,6 +142,22 @@ def test_a_grid_reaches_slurm_as_few_jobs(tmp_path: Path) -> None:
     assert len(alone) == len(papers) and all("rule_reproduce_wildcards_gpu_" in c for c in alone)
 
 
+def test_an_empty_gpu_model_is_never_declared(tmp_path: Path) -> None:
+    """No agent names a GPU model: no job carries a gpu_model resource (it showed as an empty
+    `gpu_model=` in every Slurm job); an agent that names one gets it on its GPU jobs."""
+    agents = {"cpu": {"kind": "replay", "path": "resources/submissions/reference/{paper}"}}
+    (tmp_path / "agents.yaml").write_text(yaml.safe_dump(agents))
+    args = ["--profile", "slurm", "-n", "--config", f"papers={PAPER}"]
+    args += [f"results={tmp_path / 'results'}", f"agents_file={tmp_path / 'agents.yaml'}"]
+    resources = [ln for ln in ok(snakemake(*args), "dry run").splitlines() if "resources:" in ln]
+    assert any("cpus_per_task=" in ln for ln in resources)
+    assert not any("gpu_model" in ln for ln in resources), resources
+    agents["gpu"] = {**agents["cpu"], "gpus": 1, "gpu_model": "a100"}
+    (tmp_path / "agents.yaml").write_text(yaml.safe_dump(agents))
+    dry = ok(snakemake(*args), "dry run with a GPU model")
+    assert "gpu_model=a100" in dry
+
+
 def test_local_profile_is_read() -> None:
     out = ok(snakemake("--profile", "profiles/local", "-n", "-p"), "dry run")
     assert '"backend": "docker"' in out

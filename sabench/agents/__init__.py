@@ -35,7 +35,8 @@ def submission_hash(root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _resolve_template(template: str, paper: str, seed: str, repo: Path) -> Path:
+def resolve_template(template: str, paper: str, seed: str, repo: Path) -> Path:
+    """A replay template's folder or archive for one run; relative to ``repo``."""
     path = Path(template.format(paper=paper, seed=seed))
     return path if path.is_absolute() else repo / path
 
@@ -66,6 +67,19 @@ def replay_archive(archive: Path, member: str, submission: Path) -> tuple[str, s
 
 
 MODEL_KINDS = ("basic", "pipeline", "command")
+
+
+def missing_source_line(
+    name: str, paper: str, seed: str, agent: dict[str, Any], why: str | None
+) -> str:
+    """What a replay with no submission for the paper means, in one line (its log, the workflow's
+    start): not drift, a run that does not exist."""
+    if agent.get("missing_source") == "zero":
+        return f"agent {name} has no submission for {paper}/{seed} ({why}): scored 0 (missing_source: zero)"
+    return (
+        f"agent {name} has no submission for {paper}/{seed} ({why}): left out of its scores and "
+        f"counted in coverage (missing_source); list the papers it has in its papers: setting"
+    )
 
 
 def run_model_agent(
@@ -139,12 +153,12 @@ def run_agent(
     outcome = None
     refused: list[str] = []
     if kind == "replay" and "archive" in agent:
-        archive = _resolve_template(agent["archive"], paper, seed, repo)
+        archive = resolve_template(agent["archive"], paper, seed, repo)
         member = str(agent.get("member", "")).format(paper=paper, seed=seed)
         source = f"{archive}:{member}"
         status, error, refused = replay_archive(archive, member, submission)
     elif kind == "replay":
-        src = _resolve_template(agent["path"], paper, seed, repo)
+        src = resolve_template(agent["path"], paper, seed, repo)
         source = str(src)
         status, error = replay(src, submission)
     elif kind == "null":
@@ -162,6 +176,8 @@ def run_agent(
         outcome.extra["blacklist_hits"] = blacklist_hits(view, *logs)
     else:
         raise ValueError(f"agent kind {kind!r} is not implemented")
+    if status == "missing_source":
+        print(f"warning: {missing_source_line(name, paper, seed, agent, error)}", file=sys.stderr)
     files = [p for p in submission.rglob("*") if p.is_file()] if submission.is_dir() else []
     data = {
         "agent": name,

@@ -30,6 +30,7 @@ from sabench.aggregate.read import (
     incomplete_row,
     read_paper,
     read_run_judgments,
+    redoable_runs,
     run_row,
     why_missing,
 )
@@ -372,7 +373,7 @@ def write_tables(
     summary = summary_markdown(tables)
     write_text(out / "summary.md", summary)
     marker = out / INCOMPLETE_MARKER
-    n_incomplete = len(tables["incomplete_runs"].drop_duplicates(["agent", "paper", "seed"]))
+    n_incomplete = redoable_runs(tables["incomplete_runs"])  # sabench.aggregate.read
     if n_incomplete:
         write_text(
             marker,

@@ -4,6 +4,7 @@ cost is what bounds the aggregation's time."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -156,6 +157,35 @@ def incomplete_row(
     }
 
 
+#: Causes of incomplete runs that no rerun redoes: a replay source without the paper is missing
+#: until the source or the agent's ``papers`` changes (it leaves no ``.incomplete`` marker).
+NOT_REDONE_CAUSES = ("missing_source",)
+#: The submission hash of an empty submission (every missing_source run has it).
+EMPTY_SUBMISSION = hashlib.sha256().hexdigest()[:16]
+
+
+def missing_source(folder: Path, submission_hash: str | None) -> str | None:
+    """Why a run does not exist (its replay source has no folder for the paper), or None. Such a
+    run is left out of every score and counted in coverage, never scored 0 as drift, unless its
+    agent says ``missing_source: zero`` (SA-Bench's convention). Reads agent.json only for empty
+    submissions."""
+    if submission_hash != EMPTY_SUBMISSION:
+        return None
+    record = read_json_object(folder / "agent.json", required=False)
+    if record.get("status") != "missing_source":
+        return None
+    if (record.get("config") or {}).get("missing_source") == "zero":
+        return None
+    return str(record.get("error") or "no submission in the replay source")
+
+
+def redoable_runs(incomplete: pd.DataFrame) -> int:
+    """Runs of ``incomplete_runs`` that the next run of the workflow can redo (not those whose
+    source does not exist): what the tables' ``.incomplete`` marker counts."""
+    redo = incomplete[~incomplete["cause"].isin(NOT_REDONE_CAUSES)]
+    return len(redo.drop_duplicates(["agent", "paper", "seed"]))
+
+
 def _values(table: pa.Table, column: str) -> list[Any]:
     return pc.unique(table[column]).to_pylist()
 
@@ -219,6 +249,9 @@ def read_run_judgments(
 
     agent, paper, seed = run
     folder = root / "runs" / agent / paper / seed
+    absent = missing_source(folder, submission_hash)
+    if absent:
+        return [], [incomplete_row(run, None, "reproduce", "missing_source", absent)]
     merged = folder / "judgments.parquet"
     files = [merged] if merged.is_file() else []
     if not files and judges is None:

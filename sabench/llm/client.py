@@ -220,6 +220,12 @@ class LLMClient:
                 self._secrets.append(value)
             elif s.api_base:
                 self._api_key = NO_KEY
+            else:  # the provider's own variable (OPENAI_API_KEY): litellm names it
+                from sabench.llm.keys import missing_key
+
+                line = missing_key(s.model, {}, f"model {s.model}", "api_key_env")
+                if line:
+                    raise LLMError("config", line)
         return self._api_key
 
     def redact(self, text: str) -> str:

@@ -89,6 +89,7 @@ def sabench_layout(data: Path, key: str = "sabench_data") -> Layout:
         if not _ID.match(name):
             raise UserError(entry, key, f"run archive {name!r} is not a valid agent name")
         spec["description"] = f"SA-Bench configuration {name} (replayed from {entry.name})"
+        spec["missing_source"] = "zero"  # SA-Bench scores a configuration's missing run 0
         agents[name] = spec
     if not agents:
         raise UserError(data / "runs", key, "no run archive (<config>.tar.gz) or folder")
