@@ -23,6 +23,8 @@ class Outcome:
     status: str | None = None
     wall_s: float = 0.0
     cached: bool = False
+    #: a passed check's lines of the submission that ran in the child (relative path -> lines)
+    lines: dict[str, list[int]] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in OUTCOMES:

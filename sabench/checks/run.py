@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import secrets
 import shutil
@@ -20,8 +21,8 @@ SUBMISSION = "/submission"
 RUNNER_FILE = ".sabench-runner.py"
 PARAMS_FILE = ".sabench-check.json"
 MARKER = "[sabench-check "
-#: How many of the run's recorded calls a check may replay (the newest trace's first ones).
-MAX_REPLAY_CALLS = 64
+#: How many of the run's recorded calls of the modules a check imports it may replay.
+MAX_REPLAY_CALLS = 256
 #: Limits of one check; the runtime config gives the backend, image and Python env.
 DEFAULT_LIMITS: dict[str, Any] = {
     "time_limit_s": 60,
@@ -119,13 +120,21 @@ def _parse_log(text: str, nonce: str) -> tuple[dict[str, Any] | None, bool, str]
     return report, started, "\n".join(kept)
 
 
-def replay_calls(executed: Path) -> list[dict[str, Any]]:
-    """The calls the run's own execution recorded (:mod:`sabench.runtrace`), for the runner to
-    replay on the functions a check uses; none without a trace."""
+def replay_calls(executed: Path, check_text: str) -> list[dict[str, Any]]:
+    """The calls the run's own execution recorded (:mod:`sabench.runtrace`) of the modules the
+    check imports, for the runner to replay on the functions it uses; none without a trace."""
     from sabench.runtrace import read_trace
 
     trace = read_trace(executed)
-    return list(trace.calls[:MAX_REPLAY_CALLS]) if trace is not None else []
+    if trace is None:
+        return []
+    modules = set()
+    for node in ast.walk(ast.parse(check_text)):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules.add(node.module)
+        elif isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names)
+    return [c for c in trace.calls if c.get("module") in modules][:MAX_REPLAY_CALLS]
 
 
 def _sandbox_fault(exc: Exception, t0: float) -> Outcome:
@@ -170,7 +179,7 @@ def run_check(
             "nonce": nonce,
             "check": check_text,
             "time_limit_s": float(lim["time_limit_s"]),
-            "replay": replay_calls(Path(executed)),
+            "replay": replay_calls(Path(executed), check_text),
         }
         (work / PARAMS_FILE).write_text(json.dumps(params), encoding="utf-8")
         (work / RUNNER_FILE).write_text(RUNNER, encoding="utf-8")
@@ -238,9 +247,19 @@ def run_check(
     detail = str(report.get("detail") or "")
     if report["kind"] == "pass" and not detail:
         detail = pass_detail(output)
+    lines = report.get("lines")
     return Outcome(
         report["kind"],
         detail,
         where=tuple(where) if isinstance(where, list) and len(where) == 2 else None,
+        lines=_lines(lines) if isinstance(lines, dict) else None,
         **common,
     )
+
+
+def _lines(raw: dict[Any, Any]) -> dict[str, list[int]]:
+    return {
+        str(rel): sorted({n for n in nums if isinstance(n, int) and not isinstance(n, bool)})
+        for rel, nums in raw.items()
+        if isinstance(nums, list)
+    }

@@ -88,6 +88,9 @@ def handle(m):
         op = m["op"]
         if op == "import":
             value = importlib.import_module(m["name"])
+        elif op == "lines":  # what ran here, by the trace the real run also had (if any)
+            recorder = getattr(sys.modules.get("sitecustomize"), "_recorder", None)
+            value = recorder.collect_lines() if recorder is not None else None
         else:
             target = REFS[int(m["ref"])]
             if op == "getattr":

@@ -39,7 +39,7 @@ RNGS = {}  # id -> (slot, a numpy Generator of the check), kept in step with the
 REPORTING = threading.Lock()
 
 
-def report(kind, detail="", where=None, code=1):
+def report(kind, detail="", where=None, code=1, lines=None):
     if not REPORTING.acquire(blocking=False):  # the other thread is reporting: it ends us
         while True:
             time.sleep(1)
@@ -49,7 +49,10 @@ def report(kind, detail="", where=None, code=1):
             stream.flush()
         except Exception:
             pass
-    line = json.dumps({"kind": kind, "detail": str(detail)[:2000], "where": where})
+    said = {"kind": kind, "detail": str(detail)[:2000], "where": where}
+    if lines is not None:
+        said["lines"] = lines
+    line = json.dumps(said)
     os.write(2, ("\n[sabench-check %s] %s\n" % (NONCE, line)).encode("utf-8", "replace"))
     os._exit(code)
 
@@ -521,23 +524,20 @@ def replay(targets):
     in its run is not what the run ran. Done first, on the modules as imported (no state the
     check sets). A call that gives two different answers is not deterministic and proves
     nothing; one that raises, or a module that does not import, is left to the check."""
-    calls = [c for c in REPLAY if (str(c.get("module")), str(c.get("function"))) in targets]
-    if not calls:
-        return
     STATE["phase"] = "replay"
     budget = time.monotonic() + max(1.0, TIME_LIMIT * 0.4)
-    for call in calls:
-        if time.monotonic() > budget:
-            break
-        module, name = str(call["module"]), str(call["function"])
+    for call in REPLAY:
+        module = str(call.get("module"))
+        names = [str(n) for n in [call.get("function"), *(call.get("aliases") or [])]]
+        used = [n for n in names if (module, n) in targets]
+        if not used or time.monotonic() > budget:
+            continue
         try:
-            # parameters by name (the trace's form), then any further keyword arguments
-            named = {**(call.get("args") or {}), **(call.get("kwargs") or {})}
-            kwargs = {str(k): decode(v, not_data) for k, v in named.items()}
+            fn = getattr(importlib.import_module(module), used[0])
+            args, kwargs = bind(fn, call)
             recorded = decode(call["result"], not_data)
-            fn = getattr(importlib.import_module(module), name)
-            first = fn(**kwargs)
-            second = fn(**kwargs)
+            first = fn(*args, **kwargs)
+            second = fn(*args, **kwargs)
         except ChildGone:
             raise
         except Exception:
@@ -546,8 +546,34 @@ def replay(targets):
             continue
         report("inconsistent", "%s.%s returns %s on the inputs of the submission's own run, where "
                "it returned %s: the code under the check is not the code the run ran" % (
-                   module, name, brief(first), brief(recorded)))
+                   module, used[0], brief(first), brief(recorded)))
     STATE["phase"] = "check"
+
+
+def bind(fn, call):
+    """The recorded call (parameters by name, ``*args`` as a list under its name, the rest of
+    ``**kwargs`` by key) as positional and keyword arguments for ``fn``'s signature."""
+    named = {str(k): decode(v, not_data) for k, v in (call.get("args") or {}).items()}
+    extra = {str(k): decode(v, not_data) for k, v in (call.get("kwargs") or {}).items()}
+    named.update(extra)
+    args, kwargs, gap = [], {}, False
+    for name, kind, _has_default, _default in fn._special("signature"):
+        if kind == 4:  # **kwargs: whatever no other parameter took
+            kwargs.update(named)
+            break
+        if name not in named:
+            gap = True
+            continue
+        value = named.pop(name)
+        if kind == 2:  # *args
+            args.extend(value)
+        elif kind in (0, 1) and not gap:
+            args.append(value)
+        elif kind == 0:
+            raise TypeError("a positional-only parameter after a missing one")
+        else:
+            kwargs[name] = value
+    return args, kwargs
 
 
 def brief(x):
@@ -566,6 +592,20 @@ def watchdog():
     if STATE["waiting"]:
         report("crash", "the code under test did not return within %g s: it hangs (or is too "
                "slow for judge_settings.exec.time_limit_s)" % TIME_LIMIT)
+
+
+def passed():
+    """The check passed: report it with the lines of the submission the child ran (the judge
+    compares them with the run's own: code that ran only under the check is not the run's)."""
+    lines = None
+    if STATE["proc"] is not None and not STATE["gone"]:
+        try:
+            lines = rpc({"op": "lines"}, "the end of the check")
+        except ChildGone as exc:
+            crash(str(exc), full_stack(exc))
+        except Exception:
+            lines = None
+    report("pass", code=0, lines=lines if isinstance(lines, dict) else None)
 
 
 def crash(detail, stack=None):
@@ -588,7 +628,8 @@ sys.modules["__main__"] = module
 if TIME_LIMIT > 0:
     threading.Thread(target=watchdog, daemon=True).start()
 try:
-    replay(check_targets(ast.parse(CHECK_TEXT)))
+    if REPLAY:
+        replay(check_targets(ast.parse(CHECK_TEXT)))
     exec(code, module.__dict__)
 except SystemExit as exc:
     status = exc.code
@@ -596,7 +637,7 @@ except SystemExit as exc:
     own = bool(stack) and stack[-1][0] == CHECK
     if status is None or status == 0:
         if own:
-            report("pass", code=0)
+            passed()
         crash("the code under test exited with status 0 before the check finished", stack)
     if not isinstance(status, int):
         print(status, file=sys.stderr)
@@ -611,4 +652,4 @@ except BaseException as exc:
     report(kind, detail, where(stack))
 if STATE["gone"]:
     crash(STATE["gone"])
-report("pass", code=0)
+passed()

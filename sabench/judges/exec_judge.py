@@ -9,7 +9,8 @@ execution captured); every other SAU gets no row from it.
   one, :meth:`sabench.index.CodeIndex.dead_definition`: nothing reaches it): the code works, the
   pipeline does not use it; the code under test ending or hanging the check -> drifted
   (crashed_under_check); a function the check used returning, on its own run's inputs, what it
-  did not return there -> drifted (check_dependent); fail -> drifted (implementation_mismatch); a stub raising
+  did not return there, or the check running a function the completed run never ran (reached
+  through code the run did run) -> drifted (check_dependent); fail -> drifted (implementation_mismatch); a stub raising
   NotImplementedError -> placeholder; an import of the submission's code that fails -> missing
   (omission); anything that says more about the check or the sandbox than about the submission
   (does not parse, times out, tries the network, a sandbox fault, ...) -> error, never drift.
@@ -163,13 +164,9 @@ def _expected_outcomes(
     return out
 
 
-def _unused_targets(
-    check_text: str, index: CodeIndex, lines_run: Mapping[str, Any] | None
-) -> list[str]:
-    """The submission's functions and classes the check imports (``from kmeans import
-    kmeans_plusplus_init``, ``import main`` then ``main.main()``) that the submission's own run
-    never ran, as ``name (file:line)``: by the run's trace where there is one (no line of the
-    body ran), else by reading the code (nothing reaches it from an entry point)."""
+def _imported(check_text: str) -> list[tuple[str, str]]:
+    """The submission's functions and classes the check takes by name: ``from kmeans import
+    kmeans_plusplus_init``, ``import main`` then ``main.main()``, as (module, name)."""
     try:
         tree = ast.parse(check_text)
     except (SyntaxError, ValueError):
@@ -185,14 +182,44 @@ def _unused_targets(
         value = node.value if isinstance(node, ast.Attribute) else None
         if isinstance(value, ast.Name) and value.id in modules:
             wanted.append((modules[value.id], node.attr))  # type: ignore[attr-defined]
+    return list(dict.fromkeys(wanted))
+
+
+def _unused_targets(
+    check_text: str, index: CodeIndex, lines_run: Mapping[str, Any] | None
+) -> list[str]:
+    """What the check takes from the submission (:func:`_imported`) that the submission's own
+    run never ran, as ``name (file:line)``: by the run's trace where there is one (no line of the
+    body ran), else by reading the code (nothing reaches it from an entry point)."""
     out = []
-    for module, name in dict.fromkeys(wanted):
+    for module, name in _imported(check_text):
         if lines_run is None:
             d = index.dead_definition(module, name)
         else:
             d = _never_ran(index, lines_run, module, name)
         if d is not None:
             out.append(f"`{name}` ({index.files[d.fid].path}:{d.start})")
+    return out
+
+
+def _check_only(
+    check_text: str,
+    index: CodeIndex,
+    lines_run: Mapping[str, Any],
+    under_check: Mapping[str, Any],
+) -> list[str]:
+    """Functions that ran under the check, in modules the run ran, but of whose body the run
+    itself ran no line, and that the check did not call by name: code reachable only under a
+    check (a branch on something that tells a check from the run), as ``name (file:line)``."""
+    named = {name for _, name in _imported(check_text)}
+    out = []
+    for d in index.definitions:
+        path = index.files[d.fid].path
+        if path not in lines_run or d.name in named:
+            continue
+        body = set(range(d.start + 1, d.end + 1))
+        if body & set(under_check.get(path) or ()) and not body & set(lines_run[path]):
+            out.append(f"`{d.name}` ({path}:{d.start})")
     return out
 
 
@@ -209,6 +236,33 @@ def _never_ran(
         if not body or body & ran:
             return None
     return found[0] if found else None
+
+
+def _after_pass(
+    outcome: Outcome, check: str, index: CodeIndex, execution: Mapping[str, Any] | None
+) -> Outcome:
+    """A pass on code the run's own execution never ran: ``inconsistent`` when the check reached
+    it through code the run did run (it is there only for checks), ``unused`` when the check
+    called it by name (the code works, the pipeline does not use it)."""
+    # a run that did not complete left code unrun that a complete run would have run
+    ok = (execution or {}).get("status") == "ok"
+    lines_run = (execution or {}).get("lines_run") if ok else None
+    if lines_run is not None and outcome.lines:
+        only = _check_only(check, index, lines_run, outcome.lines)
+        if only:
+            note = (
+                f"the check passed, but under it the code under test ran {', '.join(only[:5])},"
+                " of which the submission's own run ran nothing: code reachable only under a check"
+            )
+            return dataclasses.replace(outcome, kind="inconsistent", detail=note)
+    unused = _unused_targets(check, index, lines_run)
+    if unused:
+        note = (
+            f"{outcome.detail}; but nothing in the submission runs"
+            f" {', '.join(unused)}: the code works, the pipeline does not use it"
+        )
+        return dataclasses.replace(outcome, kind="unused", detail=note)
+    return outcome
 
 
 def _is_empty(folder: Path) -> bool:
@@ -322,13 +376,7 @@ def judge_exec(
                     outcome.detail += status_note
                 if outcome.kind == "pass" and Path(submission).is_dir():
                     index = index or build_index(Path(submission))
-                    unused = _unused_targets(check, index, (execution or {}).get("lines_run"))
-                    if unused:
-                        note = (
-                            f"{outcome.detail}; but nothing in the submission runs"
-                            f" {', '.join(unused)}: the code works, the pipeline does not use it"
-                        )
-                        outcome = dataclasses.replace(outcome, kind="unused", detail=note)
+                    outcome = _after_pass(outcome, check, index, execution)
             where = outcome.where
             ev = Evidence(where[0], where[1], where[1]) if where else None
             parts.append(("check", outcome, ev))

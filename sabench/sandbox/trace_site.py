@@ -1,11 +1,9 @@
 # ruff: noqa: F821, B006, B905, SIM105, UP031  (a sandbox program: 3.8 syntax, after sandbox_wire.py)
-# sabench's execution trace (docs/architecture.md, "The execution trace"): installed as
-# sitecustomize.py in a read-only folder first on PYTHONPATH, after the text of
-# sabench/checks/sandbox_wire.py (whose ``encode`` it uses), by ``sabench.runtrace.install_site``.
-# It records which lines of the submission's own Python files ran and the first calls of their
-# module-level functions, and writes them at exit to <root>/.sabench-trace/<pid>.json.
-# Standard library only, Python 3.8 to 3.13 syntax; any failure of its own is swallowed: the
-# program it rides in must run exactly as it would without it.
+# sabench's execution trace (docs/architecture.md, "The execution trace"), installed as
+# sitecustomize.py after sabench/checks/sandbox_wire.py by sabench.runtrace.install_site: the lines
+# of the submission's files that ran and the first calls of their module-level functions, written
+# at exit to <root>/.sabench-trace/<pid>.json. Standard library, Python 3.8-3.13; its own failures
+# are swallowed: the program it rides in must run exactly as it would without it.
 
 import os as _os
 import sys as _sys
@@ -415,6 +413,7 @@ class _Wrapping:
         self.handlers = {}  # id(original function) -> (wrapper, its handler, counter)
         self.wrappers = set()  # their ids
         self.wrapped = {}  # id(original function) -> (original, wrapper)
+        self.names_of = {}  # id(original function) -> the module's names for it
         self.modules = []  # the globals of the submission modules seen, for the fix-up
         self.busy = set()
 
@@ -435,6 +434,9 @@ class _Wrapping:
         if namespace not in self.modules:
             self.modules.append(namespace)
         new = {}
+        aliases = {}  # every name the module binds a function to (``rmse = _rmse_v2``)
+        for key, fn in list(namespace.items()):
+            aliases.setdefault(id(fn), []).append(key)
         for key, fn in list(namespace.items()):
             if (
                 type(fn) is not _FunctionType
@@ -443,10 +445,10 @@ class _Wrapping:
             ):
                 continue
             code = fn.__code__
+            self.names_of[id(fn)] = aliases[id(fn)]
             if (
                 fn.__module__ != name
                 or (filename is not None and code.co_filename != filename)
-                or fn.__name__ != key
                 or code.co_flags & _GENERATOR_FLAGS
                 or not _is_module_level(code, namespace)
                 or _relpath(code.co_filename) is None
@@ -545,11 +547,13 @@ class _Wrapping:
             if code.co_flags & 0x08:  # **kwargs
                 for key, value in rest.items():
                     out_kwargs[key] = _data(value)
+            names = [n for n in self.names_of.get(id(fn), ()) if n != code.co_name]
             return {
                 "module": module,
                 "function": code.co_name,
                 "args": out_args,
                 "kwargs": out_kwargs,
+                **({"aliases": names} if names else {}),
             }
         except BaseException:
             return None
