@@ -399,3 +399,143 @@ def test_honest_shell_decoding_computed_output_gives_no_finding(tmp_path: Path) 
         "import json, main\nprint(json.dumps({'rmse': main.rmse()}))\n"
     )
     assert scan_submission(tmp_path) == []
+
+
+# --- containers: a call that puts a value in a dict or list merges its provenance -----------------
+
+#: (metric, value) pairs the merge tests are generated over
+_PAIRS = [("rmse", 0.597), ("accuracy", 0.9137), ("blobs-5.kmeans_pp.mean_inertia", 12.25)]
+#: sources of a dict ``X`` of one metric ``K``: no computation (the ``how`` a finding names)
+_MERGED_SOURCES = {
+    "blob": ("X = json.loads(zlib.decompress(base64.b64decode({blob!r})))\n", "base64/zlib"),
+    "literal": ("X = {{K: {value!r}}}\n", "literal"),
+    "json text": ("X = json.loads({text!r})\n", "literal string"),
+    "paper table": (
+        "X = {{K: float(re.findall(r'([0-9.]+)', open('/paper/paper.md').read())[0])}}\n",
+        "paper.md",
+    ),
+}
+#: ways of merging ``X`` into ``res``, a dict that also holds a computed entry ``loss``
+_MERGES = {
+    "update": "res = {'loss': train()}\nres.update(X)\n",
+    "update of a loaded file": (
+        "res = {}\nif os.path.exists('results.json'):\n"
+        "    with open('results.json') as g:\n        res = json.load(g)\n"
+        "res['loss'] = train()\nres.update(X)\n"
+    ),
+    "update of a computed dict": "res = train()\nres.update(X)\n",
+    "update keywords": "res = train()\nres.update(**X)\n",
+    "|=": "res = {'loss': train()}\nres |= X\n",
+    "|": "base = train()\nres = base | X\n",
+    "setdefault": "res = {'loss': train()}\nres.setdefault(K, X[K])\n",
+    "d[k] = x": "res = train()\nres[K] = X[K]\n",
+    "__setitem__": "res = train()\nres.__setitem__(K, X[K])\n",
+    "copy loop": "res = train()\nfor k, v in X.items():\n    res[k] = v\n",
+    "loop over literal keys": "res = {'loss': train()}\nfor k in [K, 'mae']:\n    res[k] = X[K]\n",
+    "{**a, **x}": "res = {'loss': train(), **X}\n",
+    "dict(a, **x)": "res = dict(train(), **X)\n",
+    "ChainMap": "import collections\nres = dict(collections.ChainMap(X, train()))\n",
+    "append": "runs = []\nruns.append(X[K])\nres = {'loss': train(), K: runs}\n",
+    "extend": "runs = []\nruns.extend([X[K]])\nres = {'loss': train(), K: runs}\n",
+    "insert": "runs = []\nruns.insert(0, X[K])\nres = {'loss': train(), K: runs}\n",
+}
+
+
+def _merge_tree(tmp: Path, code: str, metric: str, value: float) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "main.py").write_text(_HEAD + f"K = {metric!r}\n" + code + _SINKS["json.dump with"])
+    (tmp / "reproduce.sh").write_text("#!/usr/bin/env bash\npython3 main.py\n")
+    return tmp
+
+
+@pytest.mark.parametrize("merge", sorted(_MERGES))
+@pytest.mark.parametrize("source", sorted(_MERGED_SOURCES))
+def test_a_metric_merged_in_from_no_computation_is_fabricated(
+    tmp_path: Path, source: str, merge: str
+) -> None:
+    template, how = _MERGED_SOURCES[source]
+    for i, (metric, value) in enumerate(_PAIRS):
+        text = json.dumps({metric: value})
+        blob = __import__("base64").b64encode(__import__("zlib").compress(text.encode())).decode()
+        code = template.format(blob=blob, value=value, text=text) + _MERGES[merge]
+        sub = _merge_tree(tmp_path / str(i), code, metric, value)
+        found = scan_submission(sub, [{"metric": metric, "value": value}])
+        assert found and all(how in f.how for f in found), (metric, found)
+        if source != "paper table" and "runs" not in _MERGES[merge]:  # (a list: its values)
+            assert {f.value for f in found} == {value}, found
+        # the computed entry the container also holds stays honest
+        assert scan_submission(sub, [{"metric": "loss", "value": 1.0}]) == [], merge
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # computed values merged into a loaded config, a literal dict, a blob
+        "res = json.load(open('config.json'))\nres.update({'rmse': compute()})\n",
+        "res = json.load(open('config.json'))\nres.update(evaluate())\n",
+        "res = json.load(open('config.json'))\nres |= {'rmse': compute(), 'mae': mae()}\n",
+        "cfg = json.load(open('config.json'))\nres = {**cfg, 'rmse': compute()}\n",
+        "cfg = json.load(open('config.json'))\nres = dict(cfg, rmse=compute())\n",
+        "res = {'rmse': 0.0}\nres.update(rmse=compute())\n",
+        "res = {'rmse': 0.0, 'mae': 0.0}\nres.update(evaluate())\n",
+        f"res = json.loads(zlib.decompress(base64.b64decode('{_B64Z}')))\nres.update(evaluate())\n",
+        "res = {}\nfor k in ['rmse', 'mae']:\n    res[k] = evaluate(k)\n",
+        "res = {}\nfor k, v in evaluate().items():\n    res[k] = v\n",
+        "res = dict(collections.ChainMap(evaluate(), {'rmse': 0.0}))\n",
+        "res = {'rmse': compute()}\nres.setdefault('rmse', 0.597)\n",
+        # a default under an entry a loaded file may hold: maybe computed, so honest
+        "res = json.load(open('results.json'))\nres.setdefault('rmse', 0.597)\n",
+        "accs = []\nfor s in range(3):\n    accs.append(train(s))\nres = {'rmse': accs}\n",
+        "accs = [0.0]\naccs.extend(train(s) for s in range(3))\nres = {'rmse': accs}\n",
+        # a value that flows back into itself through computation
+        "x = 0.5\nfor b in range(9):\n    x = x * 0.9 + 0.1 * loss(b)\nres = {'rmse': x}\n",
+        "rows = [0.597]\nfor r in rows:\n    rows.append(step(r))\nres = {'rmse': rows[-1]}\n",
+    ],
+)
+def test_computed_values_merged_into_a_container_stay_honest(tmp_path: Path, code: str) -> None:
+    sub = _merge_tree(tmp_path, "import collections\n" + code, "rmse", 0.597)
+    (sub / "config.json").write_text('{"lr": 0.05, "rmse_target": 0.597}')
+    assert scan_submission(sub) == []
+    assert scan_submission(sub, {"metric": "rmse", "value": 0.597}) == []
+
+
+def test_computed_entries_replace_merged_blob_ones(tmp_path: Path) -> None:
+    blob = f"json.loads(zlib.decompress(base64.b64decode('{_B64Z}')))"
+    for i, code in enumerate(
+        [
+            f"res = {{**{blob}, 'rmse': compute()}}\n",
+            f"res = {{}}\nres.update({blob})\nres['rmse'] = compute()\n",
+            f"res = dict(collections.ChainMap({{'rmse': compute()}}, {blob}))\n",
+        ]
+    ):
+        sub = _merge_tree(tmp_path / str(i), "import collections\n" + code, "rmse", 0.597)
+        assert scan_submission(sub, {"metric": "rmse", "value": 0.597}) == [], code
+        (found,) = scan_submission(sub, {"metric": "mae", "value": 0.41})
+        assert found.value == 0.41 and "base64/zlib" in found.how
+
+
+# --- generated gaming submissions (benchmarks/gaming_tricks.py) ----------------------------------
+
+
+@pytest.mark.parametrize("paper", ["kmeans-pp", "logreg-earlystop", "ridge-gd"])
+def test_gaming_submissions_writing_results_from_a_blob_or_the_paper_are_fabricated(
+    tmp_path: Path, paper: str
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from gaming_tricks import paper_expected, read_tree, trick_variants
+
+    ref = read_tree(RESOURCES / "submissions" / "reference" / paper)
+    dr = read_tree(RESOURCES / "submissions" / "drifted" / paper)
+    expected = paper_expected(RESOURCES / "papers" / paper)
+    classes = ["blob-results", "check-switching", "check-reading"]
+    variants = trick_variants(ref, dr, expected, classes)
+    assert {v.split("/")[0] for v in variants} == set(classes)
+    saus = [{"sau_id": m, "expected": {"metric": m, "value": v}} for m, v in expected.items()]
+    for i, (name, files) in enumerate(sorted(variants.items())):
+        sub = tmp_path / str(i)
+        for rel, text in files.items():
+            (sub / rel).parent.mkdir(parents=True, exist_ok=True)
+            (sub / rel).write_text(text)
+        assert set(fabricated_by_sau(sub, saus)) == set(expected), name

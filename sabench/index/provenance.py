@@ -3,7 +3,9 @@
 A metric is implemented only by code that runs and whose result reaches the output. This module
 follows each value written to a metrics sink (``json.dump``, ``write``/``write_text``, ``print``
 into a redirected stdout) back through assignments, subscripts, dict/list building, string
-parsing and the returns of the file's own functions, and reports the values whose every source is
+parsing, the changes that put a value in a container (``d.update(x)``, ``d |= x``,
+``setdefault``, ``append``, ``{**a, **x}``, ``ChainMap``: an entry only ``x`` gives has ``x``'s
+sources) and the returns of the file's own functions, and reports the values whose every source is
 no computation: literals and literal arithmetic (``x * 0.0 + 0.597``: a term times a literal 0
 contributes nothing), decoded blobs (base64, hex, zlib/gzip/bz2/lzma, pickle/marshal, ``json.loads``
 or ``eval`` of a literal string, ``struct.unpack``), and text or JSON read from a file no code of
@@ -15,10 +17,9 @@ arm. Uncertain means honest.
 from __future__ import annotations
 
 import ast
-import math
 import operator
 from collections.abc import Container
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,15 +39,26 @@ from sabench.index.sources import (
     basename,
     decode,
     is_num,
-    json_numbers,
-    number_items,
     parse_text,
     path_text,
     write_mode,
 )
+from sabench.index.values import (
+    ARITH,
+    DECODED,
+    LITERAL,
+    PARSED,
+    READ,
+    Src,
+    entries,
+    extend,
+    merge,
+    put,
+    setdefault,
+)
+from sabench.index.values import join as _join
+from sabench.index.values import solid as _solid
 
-#: Provenance classes, weakest first: the strongest source names a combined value.
-LITERAL, ARITH, PARSED, DECODED, READ = range(5)
 MAX_DEPTH = 4  # calls into the file's own functions followed this deep
 _BIN = {
     ast.Add: operator.add,
@@ -57,20 +69,6 @@ _BIN = {
     ast.Mod: operator.mod,
     ast.Pow: pow,
 }
-
-
-@dataclass(frozen=True)
-class Src:
-    """A value that is no computation: where it comes from (``how``), its class, the line of its
-    source, its concrete value when known, the entries of a dict built with constant keys, and
-    whether it is a number (a value of unknown type is reported only then)."""
-
-    how: str
-    rank: int
-    line: int
-    const: Any = NONE
-    items: dict[str, Src | None] | None = field(default=None, compare=False)
-    num: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,34 +95,17 @@ class Context:
     root: Path | None = None
 
 
-def _solid(v: Src | None) -> bool:
-    """No part of the value is computed (a dict built with a computed entry is not)."""
-    return v is not None and (v.items is None or all(_solid(i) for i in v.items.values()))
-
-
-def _join(vals: list[Src | None]) -> Src | None:
-    """Several possible values (branches, bindings, operands): no computation only if none is."""
-    if not vals or any(v is None for v in vals):
-        return None
-    srcs: list[Src] = [v for v in vals if v is not None]
-    top = max(srcs, key=lambda s: s.rank)
-    if len(srcs) == 1:
-        return top
-    consts = [s.const for s in srcs]
-    same = all(c is not NONE and is_num(c) and c == consts[0] for c in consts)
-    num = all(s.num or is_num(s.const) for s in srcs)
-    return Src(top.how, top.rank, top.line, consts[0] if same else NONE, None, num)
-
-
-class _Scope:
+class Scope:
     """The bindings of one function (or the module), each with the scope it is evaluated in."""
 
-    def __init__(self, flow: _Flow, body: list[ast.stmt], parent: _Scope | None) -> None:
+    def __init__(self, flow: Flow, body: list[ast.stmt], parent: Scope | None) -> None:
         self.flow, self.parent = flow, parent
         #: name -> bindings: ("value", node, scope) | ("elem", node, scope) | ("opaque",)
         self.binds: dict[str, list[tuple[Any, ...]]] = {}
-        #: name -> subscript stores (constant key path or None, value, scope)
-        self.stores: dict[str, list[tuple[tuple[str, ...] | None, ast.AST, _Scope]]] = {}
+        #: name -> its changes in order: ("set", key nodes, value), ("update", value),
+        #: ("setdefault", key node, value), ("append" | "extend", value); each with its scope
+        self.stores: dict[str, list[tuple[Any, ...]]] = {}
+        self.copies: set[int] = set()  # ``d[k] = v`` of ``for k, v in x.items()``: an update
         self.memo: dict[str, Src | None] = {}
         for stmt in body:
             self._walk(stmt)
@@ -132,19 +113,20 @@ class _Scope:
     def bind(self, name: str, entry: tuple[Any, ...]) -> None:
         self.binds.setdefault(name, []).append(entry)
 
+    def change(self, name: str, *how: Any) -> None:
+        self.stores.setdefault(name, []).append((*how, self))
+
     def _target(self, t: ast.AST, value: ast.AST | None, kind: str = "value") -> None:
         if isinstance(t, ast.Name):
             self.bind(t.id, (kind, value, self) if value is not None else ("opaque",))
         elif isinstance(t, ast.Subscript):
-            keys: list[str] = []
+            keys: list[ast.expr] = []
             node: ast.AST = t
             while isinstance(node, ast.Subscript):
-                k = node.slice
-                keys.insert(0, k.value if isinstance(k, ast.Constant) else None)  # type: ignore[arg-type]
+                keys.insert(0, node.slice)
                 node = node.value
             if isinstance(node, ast.Name) and value is not None:
-                path = None if None in keys else tuple(str(k) for k in keys)
-                self.stores.setdefault(node.id, []).append((path, value, self))
+                self.change(node.id, "set", tuple(keys), value)
         elif isinstance(t, ast.Tuple | ast.List):
             same = isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(t.elts)
             for i, sub in enumerate(t.elts):
@@ -161,18 +143,22 @@ class _Scope:
                 self.bind(node.name, ("opaque",))
             return
         if isinstance(node, ast.Assign):
-            for t in node.targets:
+            for t in node.targets if id(node) not in self.copies else ():
                 self._target(t, node.value)
         elif isinstance(node, ast.AnnAssign) and node.value is not None:
             self._target(node.target, node.value)
         elif isinstance(node, ast.AugAssign):
-            if isinstance(node.target, ast.Name):
+            if isinstance(node.target, ast.Name) and isinstance(node.op, ast.BitOr):
+                self.change(node.target.id, "update", node.value)  # d |= x
+            elif isinstance(node.target, ast.Name):
                 aug = ast.BinOp(left=ast.Name(node.target.id), op=node.op, right=node.value)
                 self.bind(node.target.id, ("value", ast.copy_location(aug, node), self))
             else:
                 self._target(node.target, None)
         elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
             self._target(node.target, node.iter, "elem")
+            if isinstance(node, ast.For):
+                self._copy_loop(node)
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             self._target(node.optional_vars, node.context_expr)
         elif isinstance(node, ast.NamedExpr):
@@ -187,26 +173,70 @@ class _Scope:
             self.bind(node.name, ("opaque",))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             base = node.func.value
-            if isinstance(base, ast.Name) and node.func.attr in (
-                "update",
-                "setdefault",
-                "append",
-                "extend",
-                "insert",
-                "__setitem__",
-            ):
-                self.bind(base.id, ("opaque",))  # changed by a call: its content is unknown
+            if isinstance(base, ast.Name):
+                self._mutation(base.id, node.func.attr, node)
         for child in ast.iter_child_nodes(node):
             self._walk(child)
 
-    def lookup(self, name: str) -> _Scope | None:
-        scope: _Scope | None = self
+    def _mutation(self, name: str, attr: str, call: ast.Call) -> None:
+        """A container changed by a call merges what the call puts in it."""
+        args, kws = call.args, call.keywords
+        if any(isinstance(a, ast.Starred) for a in args):
+            if attr in ("update", "setdefault", "append", "extend", "insert", "__setitem__"):
+                self.bind(name, ("opaque",))
+            return
+        if attr == "update" and len(args) <= 1:
+            for a in args:
+                self.change(name, "update", a)
+            for k in kws:
+                if k.arg is None:
+                    self.change(name, "update", k.value)
+                else:
+                    self.change(name, "set", (ast.Constant(k.arg),), k.value)
+        elif attr == "setdefault" and 1 <= len(args) <= 2:
+            self.change(name, "setdefault", args[0], args[1] if len(args) > 1 else None)
+        elif attr == "__setitem__" and len(args) == 2:
+            self.change(name, "set", (args[0],), args[1])
+        elif attr in ("append", "extend") and len(args) == 1:
+            self.change(name, attr, args[0])
+        elif attr == "insert" and len(args) == 2:
+            self.change(name, "append", args[1])
+        elif attr in ("update", "setdefault", "append", "extend", "insert", "__setitem__"):
+            self.bind(name, ("opaque",))  # changed in a way not followed: its content is unknown
+
+    def _copy_loop(self, loop: ast.For) -> None:
+        """``for k, v in x.items(): d[k] = v`` copies ``x`` into ``d``: ``d.update(x)``."""
+        t, it = loop.target, loop.iter
+        if not (isinstance(t, ast.Tuple) and len(t.elts) == 2 and isinstance(it, ast.Call)):
+            return
+        k, v = t.elts
+        func = it.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "items" and not it.args):
+            return
+        for stmt in loop.body:
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(sub := stmt.targets[0], ast.Subscript)
+                and isinstance(sub.value, ast.Name)
+                and isinstance(k, ast.Name)
+                and isinstance(v, ast.Name)
+                and isinstance(sub.slice, ast.Name)
+                and sub.slice.id == k.id
+                and isinstance(stmt.value, ast.Name)
+                and stmt.value.id == v.id
+            ):
+                self.copies.add(id(stmt))
+                self.change(sub.value.id, "update", func.value)
+
+    def lookup(self, name: str) -> Scope | None:
+        scope: Scope | None = self
         while scope is not None and name not in scope.binds and name not in scope.stores:
             scope = scope.parent
         return scope
 
 
-class _Flow:
+class Flow:
     def __init__(self, tree: ast.Module, ctx: Context) -> None:
         self.ctx = ctx
         self.aliases: dict[str, str] = {}
@@ -215,9 +245,11 @@ class _Flow:
         self.calls: list[tuple[ast.Call, tuple[ast.AST, ...]]] = []
         self._collect(tree, ())
         self.aliases.setdefault("np", "numpy")
-        self.module = _Scope(self, tree.body, None)
-        self.scopes: dict[int, _Scope] = {}
+        self.module = Scope(self, tree.body, None)
+        self.scopes: dict[int, Scope] = {}
         self.active: set[tuple[int, str]] = set()
+        self.hits: list[tuple[int, str]] = []  # names a cycle came back to
+        self.assumed: dict[tuple[int, str], Src | None] = {}
 
     def _collect(self, node: ast.AST, chain: tuple[ast.AST, ...]) -> None:
         for child in ast.iter_child_nodes(node):
@@ -238,14 +270,14 @@ class _Flow:
                 self.calls.append((child, chain))
             self._collect(child, chain)
 
-    def scope_of(self, chain: tuple[ast.AST, ...]) -> _Scope:
+    def scope_of(self, chain: tuple[ast.AST, ...]) -> Scope:
         """The scope of code inside these functions (built once, when first needed)."""
         scope = self.module
         for fn in chain:
             got = self.scopes.get(id(fn))
             if got is None:
                 body = [] if isinstance(fn, ast.Lambda) else fn.body  # type: ignore[attr-defined]
-                got = _Scope(self, body, scope)
+                got = Scope(self, body, scope)
                 a = fn.args  # type: ignore[attr-defined]
                 for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
                     if p is not None:  # a parameter: whatever the caller computed
@@ -269,7 +301,7 @@ class _Flow:
                 return ".".join([self.aliases.get(node.id, node.id), *parts])
         return "." + parts[-1] if parts else ""
 
-    def name(self, node: ast.Name, scope: _Scope, depth: int) -> Src | None:
+    def name(self, node: ast.Name, scope: Scope, depth: int) -> Src | None:
         owner = scope.lookup(node.id)
         if owner is None:
             return None
@@ -277,33 +309,91 @@ class _Flow:
         if node.id in owner.memo:
             return owner.memo[node.id]
         if key in self.active:
-            return None  # a cycle (x = f(x)): computed
+            self.hits.append(key)
+            return self.assumed.get(key)  # a cycle (x = f(x)): computed, unless assumed
+        at = len(self.hits)
+        acyclic, base = self._value(owner, node.id, key, depth)
+        if key in self.hits[at:] and acyclic is not None:
+            # a value that flows back into itself (rows.append((h, cells)); for h, cells in rows)
+            # is what its other sources give only when that assumption reproduces itself
+            self.assumed[key] = acyclic
+            _, again = self._value(owner, node.id, key, depth)
+            del self.assumed[key]
+            base = again if again == acyclic else None
+        if not any(h in self.active for h in self.hits[at:]):
+            owner.memo[node.id] = base  # not valid while a cycle it hit is being solved
+            del self.hits[at:]
+        return base
+
+    def _value(
+        self, owner: Scope, name: str, key: tuple[int, str], depth: int
+    ) -> tuple[Src | None, Src | None]:
+        """A name's value, and that of the bindings that do not flow back into it."""
         self.active.add(key)
         try:
-            vals = [self._binding(b, depth) for b in owner.binds.get(node.id, [])]
+            vals, acyclic = [], []
+            for b in owner.binds.get(name, []):
+                at = len(self.hits)
+                vals.append(self._binding(b, depth))
+                if key not in self.hits[at:]:
+                    acyclic.append(vals[-1])
             base = _join(vals) if vals else None
-            stores = owner.stores.get(node.id, [])
+            stores = owner.stores.get(name, [])
             if stores:
                 base = self._stored(base, stores, depth)
         finally:
             self.active.discard(key)
-        owner.memo[node.id] = base
-        return base
+        return (_join(acyclic) if acyclic and not stores else None), base
 
     def _stored(self, base: Src | None, stores: list[Any], depth: int) -> Src | None:
-        if any(path is None for path, _, _ in stores):
-            return None  # a dynamic key may overwrite any entry
-        items: dict[str, Src | None] = dict(base.items) if base and base.items else {}
-        for path, value, scope in stores:
-            node = items
-            for k in path[:-1]:
-                inner = node.get(k)
-                if inner is None or inner.items is None:
-                    inner = Src("a literal", LITERAL, 0, items={})
-                    node[k] = inner
-                node = inner.items  # type: ignore[assignment]
-            node[path[-1]] = self.eval(value, scope, depth)
-        return Src("a literal", LITERAL, 0, items=items)
+        """A value after its changes, in order."""
+        cur = base
+        for kind, *how, scope in stores:
+            if kind == "set":
+                paths = self._paths(how[0], scope, depth)
+                if paths is None:
+                    return None  # a dynamic key may overwrite any entry
+                value = self.eval(how[1], scope, depth)
+                for path in paths:
+                    cur = put(cur, path, value)
+            elif kind == "update":
+                cur = merge(cur, self.eval(how[0], scope, depth))
+            elif kind == "setdefault":
+                keys = self._paths((how[0],), scope, depth)
+                key = keys[0][0] if keys and len(keys) == 1 else None
+                cur = setdefault(cur, key, self.eval(how[1], scope, depth))
+            else:
+                cur = extend(cur, self.eval(how[0], scope, depth), kind == "append")
+        return cur
+
+    def _paths(
+        self, keys: tuple[ast.expr, ...], scope: Scope, depth: int
+    ) -> list[tuple[str, ...]] | None:
+        """The key paths a subscript store may write: constants, or the names of a loop over a
+        literal list of keys; None when a key is unknown."""
+        paths: list[tuple[str, ...]] = [()]
+        for k in keys:
+            const = self.eval(k, scope, depth) if not isinstance(k, ast.Slice) else None
+            if const is not None and type(const.const) in (str, int):
+                names = [str(const.const)]  # a constant, or a name bound to one
+            elif isinstance(k, ast.Name):
+                owner = scope.lookup(k.id)
+                binds = owner.binds.get(k.id, []) if owner else []
+                if not binds or any(b[0] != "elem" for b in binds):
+                    return None
+                got = [self.eval(b[1], b[2], depth) for b in binds]
+                consts = [g.const if g is not None else NONE for g in got]
+                if not all(
+                    isinstance(c, list) and all(isinstance(x, str) for x in c) for c in consts
+                ):
+                    return None
+                names = sorted({x for c in consts for x in c})
+            else:
+                return None
+            paths = [(*p, n) for p in paths for n in names]
+            if len(paths) > 256:
+                return None
+        return paths
 
     def _binding(self, b: tuple[Any, ...], depth: int) -> Src | None:
         if b[0] == "opaque":
@@ -321,7 +411,7 @@ class _Flow:
         return Src(got.how, got.rank, got.line)
 
     # --- expressions ---------------------------------------------------------------------
-    def eval(self, node: ast.AST | None, scope: _Scope, depth: int) -> Src | None:
+    def eval(self, node: ast.AST | None, scope: Scope, depth: int) -> Src | None:
         if node is None:
             return None
         line = getattr(node, "lineno", 0)
@@ -347,13 +437,15 @@ class _Flow:
         if isinstance(node, ast.BoolOp):
             return _join([self.eval(v, scope, depth) for v in node.values])
         if isinstance(node, ast.Dict):
-            if any(k is None for k in node.keys):
-                return None  # a ** spread may override
-            items = {}
+            got: Src | None = Src("a literal", LITERAL, line, items={})
             for k, v in zip(node.keys, node.values, strict=True):
-                if isinstance(k, ast.Constant) and isinstance(k.value, str):
-                    items[k.value] = self.eval(v, scope, depth)
-            return Src("a literal", LITERAL, line, items=items)
+                if k is None:  # {**a, **x}: x's entries replace a's
+                    got = merge(got, self.eval(v, scope, depth))
+                elif isinstance(key := self.eval(k, scope, depth), Src) and type(key.const) is str:
+                    got = put(got, (key.const,), self.eval(v, scope, depth))
+                elif got is not None:
+                    got = replace(got, open=True)  # an entry of unknown name
+            return None if got is None else replace(got, line=line)
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             vals = [self.eval(e, scope, depth) for e in node.elts]
             got = _join(vals) if vals else Src("a literal", LITERAL, line, [])
@@ -361,7 +453,7 @@ class _Flow:
                 return None
             consts = [v.const for v in vals if v is not None]
             known = all(c is not NONE for c in consts)
-            return Src(got.how, got.rank, got.line, list(consts) if known else NONE)
+            return Src(got.how, got.rank, got.line, list(consts) if known else NONE, None, got.num)
         if isinstance(node, ast.JoinedStr):
             parts = [
                 self.eval(v.value if isinstance(v, ast.FormattedValue) else v, scope, depth)
@@ -378,7 +470,7 @@ class _Flow:
         if isinstance(node, ast.Call):
             return self._call(node, scope, depth)
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
-            inner = _Scope(self, [], scope)
+            inner = Scope(self, [], scope)
             for gen in node.generators:
                 inner._target(gen.target, gen.iter, "elem")
             got = self.eval(node.elt, inner, depth)
@@ -387,9 +479,11 @@ class _Flow:
             return None  # an attribute of an object: computed somewhere
         return None
 
-    def _binop(self, node: ast.BinOp, scope: _Scope, depth: int) -> Src | None:
+    def _binop(self, node: ast.BinOp, scope: Scope, depth: int) -> Src | None:
         left, right = self.eval(node.left, scope, depth), self.eval(node.right, scope, depth)
         line = node.lineno
+        if isinstance(node.op, ast.BitOr) and entries(right) is not None:
+            return merge(left, right)  # a | x: x's entries replace a's
         if isinstance(node.op, ast.Mult):  # a term times a literal 0 contributes nothing
             for a, b in ((left, right), (right, left)):
                 zero = a is not None and a.rank == LITERAL and is_num(a.const) and a.const == 0
@@ -420,7 +514,7 @@ class _Flow:
             return Src("literal arithmetic", ARITH, line, const, None, is_num(const))
         return Src(top.how, top.rank, top.line, const, None, True)
 
-    def _subscript(self, node: ast.Subscript, scope: _Scope, depth: int) -> Src | None:
+    def _subscript(self, node: ast.Subscript, scope: Scope, depth: int) -> Src | None:
         base = self.eval(node.value, scope, depth)
         if base is None:
             return None
@@ -441,7 +535,7 @@ class _Flow:
         return Src(base.how, base.rank, base.line)
 
     # --- calls ---------------------------------------------------------------------------
-    def _call(self, node: ast.Call, scope: _Scope, depth: int) -> Src | None:
+    def _call(self, node: ast.Call, scope: Scope, depth: int) -> Src | None:
         q = self.qual(node.func)
         line = node.lineno
         args = [a for a in node.args if not isinstance(a, ast.Starred)]
@@ -486,11 +580,13 @@ class _Flow:
             if attr == "read" and q.startswith(".") and parts[0] is not None:
                 const = parts[0].const  # the text of a file read
             return Src(got.how, got.rank, got.line, const, None, q in NUMERIC or is_num(const))
-        if q == "dict" and not args:
-            items = {k.arg: self.eval(k.value, scope, depth) for k in node.keywords if k.arg}
-            if any(k.arg is None for k in node.keywords):
-                return None
-            return Src("a literal", LITERAL, line, items=items)
+        if q in ("dict", "collections.ChainMap") and len(node.args) == len(args):
+            return self._merged(node, q, args, scope, depth)
+        if q in ("copy.copy", "copy.deepcopy") or (q == ".copy" and not args):
+            arg = args[0] if args else node.func.value  # type: ignore[attr-defined]
+            got = self.eval(arg, scope, depth)
+            if got is not None and got.items is not None:
+                return got  # a copy of a dict has its entries
         if isinstance(node.func, ast.Name) and depth < MAX_DEPTH:
             fn = self.functions.get(node.func.id)
             owner = scope.lookup(node.func.id)
@@ -498,8 +594,22 @@ class _Flow:
                 return self._returns(fn, node, scope, depth)
         return None  # an unknown call: computation
 
+    def _merged(
+        self, node: ast.Call, q: str, args: list[ast.expr], scope: Scope, depth: int
+    ) -> Src | None:
+        """``dict(a, **x, k=v)``; ``ChainMap(a, x)``: the first mapping holding a key gives it."""
+        got: Src | None = Src("a literal", LITERAL, node.lineno, items={})
+        if (q == "dict" and len(args) > 1) or (q != "dict" and node.keywords):
+            return None
+        for a in args if q == "dict" else reversed(args):
+            got = merge(got, self.eval(a, scope, depth))
+        for k in node.keywords:
+            value = self.eval(k.value, scope, depth)
+            got = merge(got, value) if k.arg is None else put(got, (k.arg,), value)
+        return got
+
     def _decoded(
-        self, node: ast.Call, q: str, attr: str, args: list[ast.expr], scope: _Scope, depth: int
+        self, node: ast.Call, q: str, attr: str, args: list[ast.expr], scope: Scope, depth: int
     ) -> Src | None:
         if not args:
             return None
@@ -527,7 +637,7 @@ class _Flow:
         return Src(how, DECODED, node.lineno, const, None, is_num(const))
 
     def _parsed(
-        self, q: str, args: list[ast.expr], scope: _Scope, depth: int, line: int
+        self, q: str, args: list[ast.expr], scope: Scope, depth: int, line: int
     ) -> Src | None:
         if not args:
             return None
@@ -547,7 +657,7 @@ class _Flow:
         return Src("parsed from a literal string", PARSED, line, const, None, num)
 
     def _read(
-        self, node: ast.Call, q: str, args: list[ast.expr], scope: _Scope, line: int
+        self, node: ast.Call, q: str, args: list[ast.expr], scope: Scope, line: int
     ) -> Src | None:
         if q == "open":
             if not args or write_mode(node, 1):
@@ -594,7 +704,7 @@ class _Flow:
             return name
         return None
 
-    def _loaded(self, q: str, arg: ast.expr, scope: _Scope, depth: int, line: int) -> Src | None:
+    def _loaded(self, q: str, arg: ast.expr, scope: Scope, depth: int, line: int) -> Src | None:
         src = self.eval(arg, scope, depth)
         if src is None or src.rank != READ:
             return None
@@ -603,7 +713,7 @@ class _Flow:
         return Src(f"loaded from {name}, a file no code computes", READ, line, const)
 
     def _returns(
-        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, scope: _Scope, depth: int
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, scope: Scope, depth: int
     ) -> Src | None:
         key = (id(fn), "<call>")
         if key in self.active:
@@ -615,7 +725,7 @@ class _Flow:
         if not returns or any(r is None for r in returns):
             return None
         outer = self.module
-        inner = _Scope(self, fn.body, outer)
+        inner = Scope(self, fn.body, outer)
         a = fn.args
         params = [p.arg for p in (*a.posonlyargs, *a.args)]
         defaults = dict(zip(params[len(params) - len(a.defaults) :], a.defaults, strict=True))
@@ -645,150 +755,13 @@ def _eval_text(text: str) -> Any:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return NONE
-    flow = _Flow(ast.Module(body=[], type_ignores=[]), Context())
+    flow = Flow(ast.Module(body=[], type_ignores=[]), Context())
     got = flow.eval(tree.body, flow.module, 0)
     return got.const if got is not None else NONE
 
 
 def _own_nodes(node: ast.AST) -> list[ast.AST]:
     """The nodes of a statement outside nested functions and classes."""
-    out = [node]
-    for child in ast.iter_child_nodes(node):
-        if not isinstance(
-            child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-        ):
-            out += _own_nodes(child)
-    return out
-
-
-# --- sinks ---------------------------------------------------------------------------------------
-
-
-def _target(flow: _Flow, node: ast.AST | None, scope: _Scope) -> str:
-    """Where a file object or path writes: "metrics", "other" or "unknown"."""
-    text = path_text(node, scope)
-    name = basename(text)
-    if name is not None and name in flow.ctx.metrics:
-        return "metrics"
-    if name is not None:
-        return "other"
-    if text and any(text.endswith(m) for m in flow.ctx.metrics):
-        return "metrics"
-    return "unknown"
-
-
-def _flatten(v: Src | None, prefix: str, text: bool) -> list[tuple[str, float, Src]]:
-    if v is None:
-        return []
-    if v.items is not None:
-        return [
-            t
-            for k, iv in v.items.items()
-            for t in _flatten(iv, (f"{prefix}.{k}" if prefix else str(k)), False)
-        ]
-    c = v.const
-    if isinstance(c, dict):
-        return [(k, x, v) for k, x in number_items(c, prefix)]
-    if is_num(c):
-        return [(prefix or "*", float(c), v)]
-    if text and isinstance(c, str | bytes):
-        raw = c.decode("utf-8", "ignore") if isinstance(c, bytes) else c
-        return [((f"{prefix}.{k}" if prefix else str(k)), x, v) for k, x in json_numbers(raw)]
-    if c is NONE and (v.num or v.rank == DECODED or (not prefix and v.rank >= PARSED)):
-        return [(prefix or "*", math.nan, v)]
-    return []
-
-
-def traced_writes(tree: ast.Module, ctx: Context) -> list[Traced]:
-    """The values of one Python file's metrics writes whose every source is no computation."""
-    flow = _Flow(tree, ctx)
-    return [t for call, chain in flow.calls for t in _sink(flow, call, chain)]
-
-
-def _sink(flow: _Flow, call: ast.Call, chain: tuple[ast.AST, ...]) -> list[Traced]:
-    q = flow.qual(call.func)
-    attr = q.rsplit(".", 1)[-1]
-    if not (q in ("json.dump", "print", ".write", "sys.stdout.write") or attr.startswith("write_")):
-        return []
-    if q == "print" and not flow.ctx.stdout_metrics and not call.keywords:
-        return []
-    scope = flow.scope_of(chain)
-    if q == "json.dump" and len(call.args) >= 2:
-        where = _target(flow, _file_of(call.args[1], scope), scope)
-        payload, text = call.args[0], False
-    elif q.startswith(".") and attr in ("write_text", "write_bytes") and call.args:
-        where = _target(flow, call.func.value, scope)  # type: ignore[attr-defined]
-        payload, text = call.args[0], True
-    elif attr == "write" and call.args and q in (".write", "sys.stdout.write"):
-        owner = call.func.value  # type: ignore[attr-defined]
-        if q == "sys.stdout.write":
-            where = "stdout"
-        else:
-            where = _target(flow, _file_of(owner, scope), scope)
-        payload, text = call.args[0], True
-    elif q == "print" and call.args:
-        dest = next((k.value for k in call.keywords if k.arg == "file"), None)
-        where = "stdout" if dest is None else _target(flow, _file_of(dest, scope), scope)
-        payload, text = call.args[0], True
-    else:
-        return []
-    if where == "stdout":
-        where = "metrics" if flow.ctx.stdout_metrics else "other"
-    if where == "other":
-        return []
-    v = flow.eval(payload, scope, 0)
-    found = []
-    for key, value, src in _flatten(v, "", text):
-        if where == "unknown" and src.rank == READ:
-            continue  # a file read echoed somewhere unknown: maybe a config copied, not a result
-        found.append(Traced(key, value, src.line or call.lineno, src.how, src.rank))
-    return found
-
-
-def _file_of(node: ast.AST, scope: _Scope) -> ast.AST | None:
-    """The path expression a file object was opened on (``with open(p, "w") as f``)."""
-    if isinstance(node, ast.Name):
-        owner = scope.lookup(node.id)
-        binds = owner.binds.get(node.id, []) if owner else []
-        if len(binds) == 1 and binds[0][0] == "value":
-            return _file_of(binds[0][1], binds[0][2])
-        return None
-    if isinstance(node, ast.Call):
-        return node
-    return node
-
-
-# --- files some code writes ----------------------------------------------------------------------
-
-_READERS = {"open", "Path", "PurePath", "PosixPath", "print", "str", "len", "repr"}
-_READ_METHODS = {"read_text", "read_bytes", "exists", "is_file", "is_dir", "resolve", "stat"}
-
-
-def written_names(tree: ast.Module) -> set[str]:
-    """Base names of the files a Python file may write: any path handed to a call that is not a
-    known read (an unknown call may write it)."""
-    out: set[str] = set()
-    flow = _Flow(tree, Context())
-    for node, chain in flow.calls:
-        q = flow.qual(node.func)
-        attr = q.rsplit(".", 1)[-1]
-        reads = q in _READERS or q.startswith(("os.path.", "pathlib.")) or q in LOADERS
-        reads = reads or q in ("numpy.loadtxt", "numpy.load", "numpy.genfromtxt", "glob.glob")
-        reads = reads or q.startswith(("pandas.read_", ".read_"))
-        if q == "open" and write_mode(node, 1):
-            reads = False
-        args = list(node.args) + [k.value for k in node.keywords]
-        if q.startswith("."):
-            owner = node.func.value  # type: ignore[attr-defined]
-            if attr in _READ_METHODS or (attr == "open" and not write_mode(node, 0)):
-                continue
-            if attr.startswith(("write", "to_", "save", "touch", "mkdir", "open")):
-                args.append(owner)
-        if reads:
-            continue
-        scope = flow.scope_of(chain)
-        for arg in args:
-            name = basename(path_text(arg, scope))
-            if name is not None and "." in name:
-                out.add(name)
-    return out
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+        return []  # a nested function's returns are its own
+    return [node, *(n for child in ast.iter_child_nodes(node) for n in _own_nodes(child))]

@@ -27,7 +27,8 @@ from typing import Any
 from sabench.contracts import Evidence, Judgment
 from sabench.index import DOCS, TESTS, classify, squash
 from sabench.index.model import iter_files, read_text
-from sabench.index.provenance import Context, traced_writes, written_names
+from sabench.index.provenance import Context
+from sabench.index.sinks import traced_writes, written_names
 from sabench.index.sources import MAX_BLOB, inflate_any, json_numbers
 
 FABRICATED = "fabricated_result"
