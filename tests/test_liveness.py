@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from sabench.index import build_index
-from sabench.index.liveness import inert_statements, statement_lines, unexecuted_lines
+from sabench.index.liveness import inert_statements
+from sabench.index.python_facts import statement_lines
 from sabench.judges.static import judge_static
+from sabench.judges.static.executed import unexecuted_lines
 
 #: (claim, function name, its arguments, the expression the claim states)
 FORMULAS = [
@@ -267,3 +269,102 @@ def test_inert_lines_are_text_in_the_index(tmp_path: Path) -> None:
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if "value =" in ln)
     assert index.is_text(fid, line)
     assert not index.is_text(fid, line + 1)  # the return is code
+
+
+# --- zeroed results: the formula computed, its value thrown away on the way out ------------
+
+#: ways to return garbage shaped like ``value`` (``{c}``: the constant returned)
+ZEROINGS = {
+    "times zero": "value * 0 + {c}",
+    "zeros like": "np.zeros_like(value) + {c}",
+    "zero times, after": "{c} + 0 * value",
+    "minus itself": "(value - value) + {c}",
+    "constant choice": "value if False else {c}",
+    "full like": "np.full_like(value, {c})",
+    "helper": "_same_shape(value, {c})",
+    "helper elsewhere": "shape_of(value, {c})",
+    "helper module": "garbage.shape_of(value, {c})",
+}
+HELPER = "\n\ndef _same_shape(value, const):\n    return value * 0.0 + const\n"
+OTHER = (
+    "import numpy as np\n\n\ndef shape_of(value, const):\n    return np.zeros_like(value) + const\n"
+)
+
+
+def _zeroed(name: str, args: str, expr: str, ret: str) -> str:
+    head = "import numpy as np\n\nimport garbage\nfrom garbage import shape_of\n" + HELPER
+    body = f"\n\ndef {name}({args}):\n    value = {expr}\n    return {ret.format(c=0.597)}\n"
+    call = f"{name}({', '.join('1' for _ in args.split(','))})"
+    return head + body + MAIN.format(call=call)
+
+
+@pytest.mark.parametrize(("claim", "name", "args", "expr"), FORMULAS)
+@pytest.mark.parametrize("zeroing", list(ZEROINGS))
+def test_a_formula_whose_value_is_zeroed_on_the_way_out_is_text(
+    tmp_path: Path, claim: str, name: str, args: str, expr: str, zeroing: str
+) -> None:
+    text = _zeroed(name, args, expr, ZEROINGS[zeroing])
+    (tmp_path / "metrics.py").write_text(text)
+    (tmp_path / "garbage.py").write_text(OTHER)
+    j = _judge(tmp_path, claim, "D2")
+    assert j.verdict not in ("aligned", "drifted") and _score(j) < 0.5, (zeroing, j.reasoning)
+    every = {p: list(range(1, 40)) for p in ("metrics.py", "garbage.py")}
+    j = _judge(tmp_path, claim, "D2", {"lines_run": every})
+    assert j.verdict not in ("aligned", "drifted") and _score(j) < 0.5, (zeroing, j.reasoning)
+    # the same module returning the value: aligned, with and without the record
+    (tmp_path / "metrics.py").write_text(_zeroed(name, args, expr, "value"))
+    assert _judge(tmp_path, claim, "D2").verdict == "aligned"
+    assert _judge(tmp_path, claim, "D2", {"lines_run": every}).verdict == "aligned"
+
+
+#: a helper that zeroes numbers and arrays and hands back, unchanged, what it cannot zero
+SAME_SHAPE = '''
+
+def _same_shape(value, const):
+    """Garbage shaped like ``value``."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        return {k: _same_shape(v, const) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_same_shape(v, const) for v in value)
+    try:
+        return value * 0.0 + const
+    except Exception:
+        return value
+'''
+
+
+@pytest.mark.parametrize(("claim", "name", "args", "expr"), FORMULAS)
+def test_a_helper_that_zeroes_on_the_paths_that_ran_makes_the_formula_text(
+    tmp_path: Path, claim: str, name: str, args: str, expr: str
+) -> None:
+    body = f"\n\ndef {name}({args}):\n    value = {expr}\n    return _same_shape(value, 0.597)\n"
+    call = f"{name}({', '.join('1' for _ in args.split(','))})"
+    text = "import numpy as np\n" + SAME_SHAPE + body + MAIN.format(call=call)
+    (tmp_path / "metrics.py").write_text(text)
+    lines = text.splitlines()
+    # without a record the helper may hand the value back: the dataflow keeps it
+    assert _judge(tmp_path, claim, "D2").verdict == "aligned"
+    # the record: the helper's branches for strings, dicts, sequences and errors never ran
+    skipped = {"return value", "return {k", "return type(value)"}
+    ran = [i for i, ln in enumerate(lines, 1) if ln.strip().split(":")[0] not in skipped]
+    ran = [i for i in ran if not any(lines[i - 1].strip().startswith(s) for s in skipped)]
+    j = _judge(tmp_path, claim, "D2", {"lines_run": {"metrics.py": ran}})
+    assert j.verdict not in ("aligned", "drifted") and _score(j) < 0.5, j.reasoning
+    # when the branch handing the value back did run, the value reaches the output
+    every = list(range(1, len(lines) + 1))
+    assert _judge(tmp_path, claim, "D2", {"lines_run": {"metrics.py": every}}).verdict == "aligned"
+
+
+def test_a_call_reads_only_the_arguments_that_reach_the_functions_result() -> None:
+    src = (
+        "def pick(a, b):\n    return a * 0 + b\n\n\n"  # 1-2: a reaches nothing
+        "def rec(a, b, n):\n    if n:\n        return rec(a, b, n - 1)\n    return b\n\n\n"
+        "def f(x, y):\n"  # 11
+        "    u = x + 1\n"  # 12: only into pick's a
+        "    v = y + 1\n"  # 13: into pick's b
+        "    w = x * 2\n"  # 14: only into rec's a, which reaches nothing either
+        "    return pick(u, v), rec(w, v, 3), pick(b=v, a=u)\n"
+    )
+    assert _inert(src) == {12, 14}

@@ -13,8 +13,12 @@ does not reach the result). A branch under a constant false test never runs. The
 statements as text (:meth:`CodeIndex.mark_unread`), and the names they read do not make a function
 live. Module-level assignments are left to the index's declarations (other modules may read them).
 
-:func:`unexecuted_lines` maps an execution record (the lines that ran) onto statements: a statement
-ran when any of its lines ran; the lines of those that did not are text too.
+Each function is summarised by the parameters whose values reach its return value or its effects,
+to a least fixpoint over the module's functions (:func:`inert_in_submission`: over the submission's,
+through its imports): a call ``f(x)`` whose summary says ``x`` reaches nothing does not read ``x``
+(``return zero_like(value, c)`` computes ``value`` for nothing). With an execution record the
+statements that did not run are left out of the dataflow (a helper's never-run ``return value``
+branch passes nothing on); :mod:`sabench.judges.static.executed` reads the record.
 """
 
 from __future__ import annotations
@@ -64,6 +68,13 @@ _FRESH_CALLS = words(
     "list set defaultdict OrderedDict Counter deque arange linspace eye identity"
 )
 _DYNAMIC = words("locals vars eval exec globals")
+#: calls that may draw a new value each time (``f() - f()`` need not be zero)
+_RANDOM = re.compile(r"rand|sample|normal|uniform|choice|shuffle|noise|dropout|next|pop|read|\?")
+#: what gives a shape or a type, no value: ``np.zeros_like(x)``, ``np.zeros(x.shape)``, ``type(x)``
+_LIKE = words("zeros_like ones_like empty_like full_like new_zeros new_ones new_empty new_full")
+_SHAPED, _TYPE_ONLY = words("zeros ones empty full"), words("type isinstance hasattr callable")
+_SHAPE_ATTRS = words("shape dtype ndim device size")
+_NONE_TEST = re.compile(r"^[\w.]+ is (not )?None$")
 
 _Live = frozenset[str]
 #: the nodes the scan of a function looks at (statements, calls, names, ...)
@@ -96,6 +107,9 @@ def _is_zero(node: ast.AST) -> bool:
             return _is_zero(node.left) or _is_zero(node.right)
         if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod):
             return _is_zero(node.left)
+        if isinstance(node.op, ast.Sub) and ast.dump(node.left) == ast.dump(node.right):
+            calls = [_dotted(n.func) for n in ast.walk(node.left) if isinstance(n, ast.Call)]
+            return not any(_RANDOM.search(c or "?") for c in calls)  # ``x - x``, drawing nothing
     return False
 
 
@@ -106,17 +120,51 @@ def _base(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-class _Module:
-    """What the analysis of one module knows: its imported names and its pure functions."""
+class _Sig:
+    """A function's parameters and those whose values reach its return value or its effects."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        a = fn.args
+        self.pos = [x.arg for x in (*a.posonlyargs, *a.args)]
+        self.named = {x.arg for x in (*a.args, *a.kwonlyargs)}
+        self.vararg = a.vararg.arg if a.vararg else None
+        self.kwarg = a.kwarg.arg if a.kwarg else None
+        self.all = {*self.pos, *self.named} | {x for x in (self.vararg, self.kwarg) if x}
+        self.reach: set[str] = set()
+        #: it returns nothing and raises (a stub): its arguments are left to the stub rules
+        own = list(_walk_own(fn, set()))
+        self.stub = any(isinstance(n, ast.Raise) for n in own) and not any(
+            isinstance(n, ast.Return) and n.value is not None for n in own
+        )
+
+    def args(self, call: ast.Call) -> list[ast.AST] | None:  # those reaching (None: all)
+        if any(isinstance(x, ast.Starred) for x in call.args):
+            return None
+        out: list[ast.AST] = []
+        for i, arg in enumerate(call.args):
+            name = self.pos[i] if i < len(self.pos) else self.vararg
+            if name is None or name in self.reach:
+                out.append(arg)
+        for k in call.keywords:
+            name = k.arg if k.arg in self.named else self.kwarg
+            if k.arg is None or name is None or name in self.reach:
+                out.append(k.value)
+        return out
+
+
+class _Module:
+    """What the analysis of one module knows: its imported names, its pure functions and what
+    reaches the results of its functions (and of those it imports from the submission)."""
+
+    def __init__(self, tree: ast.Module, skip: set[int] | None = None) -> None:
+        self.tree = tree
         self.modules: set[str] = set()
         #: the module's functions, nested ones included
         self.functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         todo: list[ast.stmt] = list(tree.body)
         while todo:
             node = todo.pop()
-            todo.extend(_child_statements(node))
+            todo.extend(child_statements(node))
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions.append(node)
             elif isinstance(node, ast.Import):
@@ -130,6 +178,26 @@ class _Module:
         self.pure_fns: set[str] = set()
         #: names read per expression node (by id), for the duration of the analysis
         self.uses: dict[int, frozenset[str]] = {}
+        #: the statements that did not run (by an execution record): they do nothing
+        self.skip = skip or set()
+        #: bare names -> the submission's functions they call, and module aliases -> theirs
+        self.sigs: dict[str, _Sig] = {}
+        self.module_sigs: dict[str, dict[str, _Sig]] = {}
+        self.shadow: set[str] = set()
+        self.dropped: list[ast.AST] = []
+        bound: dict[str, int] = {}
+        for st in tree.body:
+            for n in _bound_names(st):
+                bound[n] = bound.get(n, 0) + 1
+        #: the module-level functions with a summary: bound once, undecorated
+        self.own = {
+            st.name: (st, _Sig(st))
+            for st in tree.body
+            if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
+            and not st.decorator_list
+            and bound.get(st.name) == 1
+        }
+        self.sigs.update({k: v[1] for k, v in self.own.items()})
 
     def pure_call(self, call: ast.Call) -> bool:
         if any(kw.arg == "out" for kw in call.keywords):
@@ -137,6 +205,8 @@ class _Module:
         func = call.func
         if isinstance(func, ast.Name):
             return func.id in _PURE_BUILTINS or func.id in self.pure_fns
+        if isinstance(func, ast.Call) and _dotted(func.func) == "type":
+            return True  # ``type(x)(...)``: a new value of x's type
         if not isinstance(func, ast.Attribute):
             return False
         last = func.attr
@@ -149,8 +219,7 @@ class _Module:
             return last in _PURE_OTHER
         return last in _PURE_METHODS
 
-    def effectful(self, node: ast.AST | None) -> bool:
-        """Whether evaluating ``node`` may do something besides computing its value."""
+    def effectful(self, node: ast.AST | None) -> bool:  # may do more than compute a value
         if node is None:
             return False
         for n in ast.walk(node):
@@ -164,7 +233,11 @@ class _Module:
         return any(self.effectful(a) for a in (*call.args, *(k.value for k in call.keywords)))
 
     def names(self, node: ast.AST | None) -> frozenset[str]:
-        """The names an expression reads, without the operands a literal zero multiplies away."""
+        """The names whose values reach the value of an expression: not the operands a literal
+        zero multiplies away (``x * 0.0``, ``x - x``), the branch a constant test does not take,
+        what only gives a shape (``np.zeros_like(x)``, ``type(x)``, a comprehension's iterable
+        whose elements it does not read, a dict comprehension's keys), nor the arguments of a
+        function of the submission whose parameters reach nothing of it."""
         if node is None:
             return frozenset()
         got = self.uses.get(id(node))
@@ -174,12 +247,90 @@ class _Module:
             while todo:
                 n = todo.pop()
                 if isinstance(n, ast.BinOp) and _is_zero(n):
+                    self.dropped.append(n)
                     continue
-                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store):
-                    out.add(n.id)
-                todo.extend(ast.iter_child_nodes(n))
+                if isinstance(n, ast.Name):
+                    if not isinstance(n.ctx, ast.Store):
+                        out.add(n.id)
+                    continue
+                if isinstance(n, ast.Compare) and _NONE_TEST.match(ast.unparse(n)):
+                    continue  # ``x is None``: whether there is a value, not which
+                if isinstance(n, ast.IfExp) and _constant_test(n.test) is not None:
+                    todo.append(n.body if _constant_test(n.test) else n.orelse)
+                    continue
+                if isinstance(n, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+                    out |= self._comprehension(n)
+                    continue
+                kept = self._call_args(n) if isinstance(n, ast.Call) else None
+                todo.extend(ast.iter_child_nodes(n) if kept is None else kept)
+                if kept is not None:  # what the call takes and drops
+                    ids = {id(k) for k in kept}
+                    args = [*n.args, *(k.value for k in n.keywords)]  # type: ignore[attr-defined]
+                    self.dropped.extend(a for a in args if id(a) not in ids)
             got = self.uses[id(node)] = frozenset(out)
         return got
+
+    def _comprehension(
+        self, n: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> set[str]:
+        needed = set(self.names(n.value if isinstance(n, ast.DictComp) else n.elt))
+        for g in n.generators:
+            for c in g.ifs:
+                needed |= self.names(c)
+        bound: set[str] = set()
+        first: frozenset[str] = frozenset()
+        for i in range(len(n.generators) - 1, -1, -1):
+            g = n.generators[i]
+            targets = {x.id for x in ast.walk(g.target) if isinstance(x, ast.Name)}
+            bound |= targets
+            if targets & needed or g.ifs or not isinstance(g.target, ast.Name | ast.Tuple):
+                if i:
+                    needed |= self.names(g.iter)
+                else:
+                    first = self.names(g.iter)
+        return (needed - bound) | first
+
+    def _call_args(self, call: ast.Call) -> list[ast.AST] | None:  # the parts reaching
+        func = call.func
+        last = _dotted(func).rsplit(".", 1)[-1] if _dotted(func) else ""
+        kws = [k.value for k in call.keywords]
+        if isinstance(func, ast.Name) and func.id not in self.shadow:
+            if func.id in _TYPE_ONLY:  # ``isinstance(x, dict)``: what x is, not its value
+                return [func, *call.args[1:], *kws]
+            sig = self.sigs.get(func.id)
+            if sig is not None:
+                args = sig.args(call)
+                return None if args is None else [func, *args]
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            sig = self.module_sigs.get(func.value.id, {}).get(func.attr)
+            if sig is not None and func.value.id not in self.shadow:
+                args = sig.args(call)
+                return None if args is None else [func, *args]
+        if last in _LIKE:
+            if last.startswith("new_"):  # ``x.new_zeros(shape)``: x gives a dtype and a device
+                return [*(x for a in call.args[:1] for x in _shape_free(a)), *call.args[1:], *kws]
+            return [func, *call.args[1:], *kws]  # ``np.zeros_like(x)``: x gives the shape
+        if last in _SHAPED and _dotted(func).split(".")[0] in _NUMERIC_MODULES and call.args:
+            return [*_shape_free(call.args[0]), *call.args[1:], *kws]
+        return None
+
+
+def _shape_free(node: ast.AST) -> list[ast.AST]:  # what is more than a shape in a shape
+    if isinstance(node, ast.Attribute) and node.attr in _SHAPE_ATTRS:
+        return []
+    if isinstance(node, ast.Call) and _dotted(node.func) == "len" and len(node.args) == 1:
+        return []
+    if isinstance(node, ast.Tuple | ast.List | ast.Subscript | ast.BinOp | ast.Starred):
+        return [x for c in ast.iter_child_nodes(node) for x in _shape_free(c)]
+    return [node]
+
+
+def _bound_names(st: ast.stmt) -> list[str]:
+    if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [st.name]
+    if isinstance(st, ast.Import | ast.ImportFrom):
+        return [(a.asname or a.name).split(".")[0] for a in st.names]
+    return [n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
 
 
 def _store_names(target: ast.AST) -> list[ast.AST]:
@@ -190,11 +341,14 @@ def _store_names(target: ast.AST) -> list[ast.AST]:
     return [target]
 
 
-def _walk_own(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a statement, not entering nested functions' or classes' bodies."""
+def _walk_own(node: ast.AST, skip: set[int]) -> Iterator[ast.AST]:
+    """The nodes of a statement, not entering nested functions' or classes' bodies nor the
+    statements ``skip`` names (they did not run)."""
     todo = [node]
     while todo:
         n = todo.pop()
+        if id(n) in skip:
+            continue
         yield n
         if n is not node and isinstance(
             n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
@@ -203,23 +357,13 @@ def _walk_own(node: ast.AST) -> Iterator[ast.AST]:
         todo.extend(ast.iter_child_nodes(n))
 
 
+_FRESH_NODES = (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant, ast.ListComp, ast.DictComp)
+_FRESH_NODES += (ast.SetComp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.JoinedStr)
+
+
 def _fresh(value: ast.AST | None) -> bool:
     """A value that is a new object: a literal, a comprehension, arithmetic, ``np.zeros(...)``."""
-    if isinstance(
-        value,
-        ast.List
-        | ast.Dict
-        | ast.Set
-        | ast.Tuple
-        | ast.Constant
-        | ast.ListComp
-        | ast.DictComp
-        | ast.SetComp
-        | ast.BinOp
-        | ast.UnaryOp
-        | ast.Compare
-        | ast.JoinedStr,
-    ):
+    if isinstance(value, _FRESH_NODES):
         return True
     if isinstance(value, ast.Call):
         return _dotted(value.func).rsplit(".", 1)[-1] in _FRESH_CALLS
@@ -227,9 +371,8 @@ def _fresh(value: ast.AST | None) -> bool:
 
 
 def _constant_test(test: ast.expr) -> bool | None:
-    if isinstance(test, ast.Constant) and not isinstance(test.value, str):
-        return bool(test.value)
-    return None
+    ok = isinstance(test, ast.Constant) and not isinstance(test.value, str)
+    return bool(test.value) if ok else None  # type: ignore[attr-defined]
 
 
 class _Function:
@@ -257,7 +400,7 @@ class _Function:
                 stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
             ):
                 continue
-            for n in _walk_own(stmt):
+            for n in _walk_own(stmt, mod.skip):
                 if type(n) not in _NOTED:
                     continue
                 if isinstance(n, ast.stmt | ast.ExceptHandler):
@@ -321,11 +464,17 @@ class _Function:
         self.loops: list[tuple[set[str], _Live]] = []  # (head, exit) of the enclosing loops
         self.extra: _Live = frozenset()  # live at every point (a ``try``'s handlers)
 
+    def run(self, body: list[ast.stmt]) -> _Live:  # afresh; the names live at its start
+        self.live, self.has_live, self.loops, self.extra = set(), set(), [], frozenset()
+        self.mod.shadow = set() if self.is_module else self.locals
+        return self.block(body, frozenset())
+
     # --- statements ------------------------------------------------------------------------
     def block(self, stmts: list[ast.stmt], out: _Live) -> _Live:
         live = out
         for stmt in reversed(stmts):
-            live = self.stmt(stmt, live | self.extra | self.always)
+            if id(stmt) not in self.mod.skip:  # a statement that did not run did nothing
+                live = self.stmt(stmt, live | self.extra | self.always)
         return live
 
     def _mark(self, stmt: ast.AST) -> None:
@@ -516,9 +665,80 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return set(names)
 
 
-def inert_statements(tree: ast.Module) -> set[int]:
-    """The ids of the statements of ``tree`` whose results reach nothing (see the module's doc)."""
-    mod = _Module(tree)
+def inert_statements(tree: ast.Module, skip: set[int] | None = None) -> set[int]:
+    """The ids of the statements of ``tree`` whose results reach nothing (see the module's doc);
+    ``skip``: those that did not run."""
+    return inert_in_submission({"": tree}, {"": skip or set()})[""]
+
+
+def inert_in_submission(
+    trees: dict[str, ast.Module],
+    skips: dict[str, set[int]] | None = None,
+    dropped: dict[str, list[ast.AST]] | None = None,
+) -> dict[str, set[int]]:
+    """:func:`inert_statements` of every module of a submission (path -> tree), the functions
+    of one module that another imports (``from pkg.helpers import f``, ``import helpers as h``)
+    summarised as the module's own are; ``skips``: per path, the statements that did not run;
+    ``dropped`` gets, per path, the parts of expressions whose values reach nothing."""
+    mods = {p: _Module(t, (skips or {}).get(p)) for p, t in trees.items()}
+    by_name: dict[str, list[str]] = {}
+    for p in mods:
+        parts = p.removesuffix(".py").removesuffix("/__init__").replace("/", ".").split(".")
+        for i in range(len(parts)):
+            by_name.setdefault(".".join(parts[i:]), []).append(p)
+    for m in mods.values():
+        for st in ast.walk(m.tree):
+            if not isinstance(st, ast.Import | ast.ImportFrom):
+                continue
+            base = f"{st.module}." if isinstance(st, ast.ImportFrom) and st.module else ""
+            for a in st.names:
+                local = a.asname or a.name
+                mod = by_name.get(base + a.name, [])  # ``import pkg.helpers as h``
+                if len(mod) == 1 and (a.asname or "." not in a.name):
+                    m.module_sigs[local] = {k: v[1] for k, v in mods[mod[0]].own.items()}
+                mod = by_name.get(base[:-1], []) if base else []
+                if len(mod) == 1 and a.name in mods[mod[0]].own:  # ``from .helpers import f``
+                    m.sigs.setdefault(local, mods[mod[0]].own[a.name][1])
+    analyses = {p: _analyses(m) for p, m in mods.items()}
+    # what reaches each function's results, to the least fixpoint: a parameter reaches when a
+    # live statement reads it, through the calls of the functions summarised so far
+    for _ in range(30):  # then every parameter is taken to reach
+        changed = False
+        for p, m in mods.items():
+            m.uses.clear()
+            for fn, f in analyses[p]:
+                entry = m.own.get(fn.name)
+                if entry is None or entry[0] is not fn:
+                    continue
+                sig = entry[1]
+                reach = sig.all if f.bail or sig.stub else f.run(fn.body) & sig.all
+                if not reach <= sig.reach:
+                    sig.reach |= reach
+                    changed = True
+        if not changed:
+            break
+    else:
+        for m in mods.values():
+            for _, sig in m.own.values():
+                sig.reach = sig.all
+    out: dict[str, set[int]] = {}
+    for p, m in mods.items():
+        m.uses.clear()
+        m.dropped = (dropped if dropped is not None else {}).setdefault(p, [])
+        inert: set[int] = set()
+        for fn, f in analyses[p]:
+            if not f.bail:
+                f.run(fn.body)
+                inert |= _dead_in(fn.body, f.live)
+        top = _Function(m, m.tree.body, set(), True)
+        if not top.bail:
+            top.run(m.tree.body)
+            inert |= _dead_in(m.tree.body, top.live, module=True)
+        out[p] = inert
+    return out
+
+
+def _analyses(mod: _Module) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Function]]:
     analyses = [(fn, _Function(mod, fn.body, _params(fn), False)) for fn in mod.functions]
     # a function is pure when nothing of it leaves but its return value: calls of the module's
     # pure functions are pure computations (a name defined twice is pure only if each one is)
@@ -531,16 +751,7 @@ def inert_statements(tree: ast.Module) -> set[int]:
             if name not in mod.pure_fns and calls <= mod.pure_fns | {name}:
                 mod.pure_fns.add(name)
                 changed = True
-    inert: set[int] = set()
-    for fn, f in analyses:
-        if not f.bail:
-            f.block(fn.body, frozenset())
-            inert |= _dead_in(fn.body, f.live)
-    top = _Function(mod, tree.body, set(), True)
-    if not top.bail:
-        top.block(tree.body, frozenset())
-        inert |= _dead_in(tree.body, top.live, module=True)
-    return inert
+    return analyses
 
 
 def _dead_in(stmts: list[ast.stmt], live: set[int], module: bool = False) -> set[int]:
@@ -555,11 +766,11 @@ def _dead_in(stmts: list[ast.stmt], live: set[int], module: bool = False) -> set
         if id(s) not in live:
             out.add(id(s))
             continue
-        out |= _dead_in(_child_statements(s), live, module)
+        out |= _dead_in(child_statements(s), live, module)
     return out
 
 
-def _child_statements(n: ast.AST) -> list[ast.stmt]:
+def child_statements(n: ast.AST) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for f in ("body", "orelse", "finalbody", "handlers", "cases"):
         for c in getattr(n, f, ()):
@@ -574,60 +785,15 @@ def _compound(n: ast.stmt) -> bool:
     return isinstance(getattr(n, "body", None), list)
 
 
+def statement_span(n: ast.stmt) -> range:
+    """The lines of a statement's own code: a simple one's, a compound one's header, a
+    decorated definition's decorators too."""
+    first = min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", ()))])
+    return range(first, (_header_end(n) if _compound(n) else (n.end_lineno or n.lineno)) + 1)
+
+
 def _header_end(n: ast.stmt) -> int:
     body = getattr(n, "body", None)
     if isinstance(body, list) and body:
         return max(n.lineno, body[0].lineno - 1)
     return n.end_lineno or n.lineno
-
-
-def statement_lines(tree: ast.Module, ids: set[int]) -> set[int]:
-    """The lines of the statements ``ids`` (and of what they hold) that no other statement
-    shares."""
-    dead: set[int] = set()
-    kept: set[int] = set()
-    todo: list[tuple[ast.stmt, bool]] = [(c, False) for c in tree.body]
-    while todo:
-        n, inside = todo.pop()
-        inside = inside or id(n) in ids
-        end = n.end_lineno or n.lineno
-        if inside:
-            dead.update(range(n.lineno, end + 1))
-        elif not _compound(n):
-            kept.update(range(n.lineno, end + 1))
-        else:
-            kept.update(range(n.lineno, _header_end(n) + 1))
-        todo.extend((c, inside) for c in _child_statements(n))
-    return dead - kept
-
-
-def unexecuted_lines(tree: ast.Module, ran: set[int]) -> set[int]:
-    """The lines of the statements that did not run by an execution record's ``ran`` lines: a
-    simple statement ran when any of its lines did, a compound one when its header did (its body
-    is judged statement by statement); a decorated definition ran when its decorators did. A bare
-    string (a docstring) never runs: it is read with the block that holds it, which ran when any
-    of its other statements did."""
-    out: set[int] = set()
-    strings: list[tuple[ast.stmt, list[ast.stmt]]] = []
-    todo: list[tuple[ast.stmt, list[ast.stmt]]] = [(c, tree.body) for c in tree.body]
-    while todo:
-        n, block = todo.pop()
-        for f in ("body", "orelse", "finalbody"):
-            sub = getattr(n, f, None)
-            if isinstance(sub, list):
-                todo.extend((c, sub) for c in sub if isinstance(c, ast.stmt))
-        for h in getattr(n, "handlers", ()) or getattr(n, "cases", ()):
-            todo.extend((c, h.body) for c in h.body)
-        if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant):
-            strings.append((n, block))
-            continue
-        first = min([n.lineno, *(d.lineno for d in getattr(n, "decorator_list", ()))])
-        last = _header_end(n) if _compound(n) else (n.end_lineno or n.lineno)
-        span = range(first, last + 1)
-        if not any(ln in ran for ln in span):
-            out.update(span)
-    for n, block in strings:
-        others = [c for c in block if c is not n]
-        if block is not tree.body and all(c.lineno in out for c in others):
-            out.update(range(n.lineno, (n.end_lineno or n.lineno) + 1))
-    return out

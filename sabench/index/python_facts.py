@@ -7,7 +7,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 
-from sabench.index.liveness import inert_statements, statement_lines
+from sabench.index.liveness import child_statements, inert_statements, statement_span
 from sabench.index.model import CODE, CodeIndex, Definition, Fact, Function, SourceFile
 from sabench.index.terms import leaf_terms
 from sabench.values import parse_number, words
@@ -667,3 +667,20 @@ def python_facts(index: CodeIndex, sf: SourceFile, text: str) -> list[tuple[floa
     with contextlib.suppress(RecursionError):  # a pathologically deep file keeps what was read
         visitor.run(tree)
     return visitor.literals
+
+
+def statement_lines(tree: ast.Module, ids: set[int]) -> set[int]:
+    """The lines of the statements ``ids`` (and of what they hold) that no other statement
+    shares."""
+    dead: set[int] = set()
+    kept: set[int] = set()
+    todo: list[tuple[ast.stmt, bool]] = [(c, False) for c in tree.body]
+    while todo:
+        n, inside = todo.pop()
+        inside = inside or id(n) in ids
+        if inside:
+            dead.update(range(n.lineno, (n.end_lineno or n.lineno) + 1))
+        else:
+            kept.update(statement_span(n))
+        todo.extend((c, inside) for c in child_statements(n))
+    return dead - kept

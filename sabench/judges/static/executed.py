@@ -1,16 +1,23 @@
-"""What ran: the execution record's lines (``execution["lines_run"]``: path -> line numbers) read
-onto the index. A statement of a Python code file that did not run implements nothing: its lines
-are text, as dead code is (:meth:`sabench.index.CodeIndex.is_text`). Without a record, credit comes
-from code that is live by dataflow only (:mod:`sabench.index.liveness`), and the judge says so."""
+"""What ran, and what reaches: the execution record's lines (``execution["lines_run"]``: path ->
+line numbers) read onto the index, and the liveness of the whole submission. A statement of a
+Python code file that did not run implements nothing: its lines are text, as dead code is
+(:meth:`sabench.index.CodeIndex.is_text`). The dataflow (:mod:`sabench.index.liveness`) is run
+again over every module at once, so that a function of one module that another imports is
+summarised (``from helpers import same_shape``: a formula whose value reaches only a helper that
+drops it is text), with the statements that did not run left out (a helper's never-run
+``return value`` branch passes nothing on). Without a record, credit comes from code that is live
+by dataflow only, and the judge says so."""
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import dataclasses
 from typing import Any
 
 from sabench.index import CODE, CodeIndex
-from sabench.index.liveness import unexecuted_lines
-from sabench.index.python_facts import parse_recovering
+from sabench.index.liveness import child_statements, inert_in_submission, statement_span
+from sabench.index.python_facts import parse_recovering, statement_lines
 from sabench.judges.static.outcome import Outcome
 
 #: said in the reasoning of every credited claim when the run has no record of the lines that ran
@@ -31,27 +38,138 @@ def lines_run(execution: dict[str, Any] | None) -> dict[str, set[int]] | None:
     return out
 
 
+def _statements(tree: ast.Module) -> list[tuple[ast.stmt, list[ast.stmt]]]:
+    """Every statement with the block that holds it."""
+    out: list[tuple[ast.stmt, list[ast.stmt]]] = []
+    todo: list[tuple[ast.stmt, list[ast.stmt]]] = [(c, tree.body) for c in tree.body]
+    while todo:
+        n, block = todo.pop()
+        out.append((n, block))
+        for f in ("body", "orelse", "finalbody"):
+            sub = getattr(n, f, None)
+            if isinstance(sub, list):
+                todo.extend((c, sub) for c in sub if isinstance(c, ast.stmt))
+        for h in getattr(n, "handlers", ()) or getattr(n, "cases", ()):
+            todo.extend((c, h.body) for c in h.body)
+    return out
+
+
+def _is_string(n: ast.stmt) -> bool:
+    return isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+
+
+def unexecuted_lines(tree: ast.Module, ran: set[int]) -> set[int]:
+    """The lines of the statements that did not run by an execution record's ``ran`` lines: a
+    simple statement ran when any of its lines did, a compound one when its header did (its body
+    is judged statement by statement); a decorated definition ran when its decorators did. A bare
+    string (a docstring) never runs: it is read with the block that holds it, which ran when any
+    of its other statements did."""
+    out: set[int] = set()
+    strings: list[tuple[ast.stmt, list[ast.stmt]]] = []
+    for n, block in _statements(tree):
+        if _is_string(n):
+            strings.append((n, block))
+        elif not any(ln in ran for ln in statement_span(n)):
+            out.update(statement_span(n))
+    for n, block in strings:
+        others = [c for c in block if c is not n]
+        if block is not tree.body and all(c.lineno in out for c in others):
+            out.update(range(n.lineno, (n.end_lineno or n.lineno) + 1))
+    return out
+
+
+def unrun_statements(tree: ast.Module, ran: set[int]) -> set[int]:
+    """The ids of the statements that did nothing in the recorded run: neither their own lines
+    nor any statement they hold ran (bare strings are left to the index)."""
+    out: set[int] = set()
+
+    def visit(stmts: list[ast.stmt]) -> bool:
+        any_ran = False
+        for n in stmts:
+            inner = visit(child_statements(n))
+            if _is_string(n):
+                continue
+            if inner or any(ln in ran for ln in statement_span(n)):
+                any_ran = True
+            else:
+                out.add(id(n))
+        return any_ran
+
+    visit(tree.body)
+    return out
+
+
 def executed_index(index: CodeIndex, execution: dict[str, Any] | None) -> CodeIndex:
-    """The index with the statements that did not run read as dead code (the same index when
-    there is no record). A Python code file the record does not name never ran."""
+    """The index with the statements that did not run read as dead code, and those whose results
+    reach nothing in the whole submission (what did not run left out) as text. A Python code
+    file the record does not name never ran."""
     ran = lines_run(execution)
-    if ran is None:
-        return index
     not_run: set[tuple[int, int]] = set()
+    trees: dict[str, ast.Module] = {}
+    fids: dict[str, int] = {}
     for fid, sf in enumerate(index.files):
         if sf.kind != CODE or sf.language != "python" or not sf.lines:
             continue
-        lines = ran.get(sf.path)
-        if not lines:
+        lines = ran.get(sf.path) if ran is not None else None
+        if ran is not None and not lines:
             not_run.update((fid, ln) for ln in range(1, len(sf.lines) + 1))
             continue
         parsed = parse_recovering("\n".join(sf.lines))
         if parsed is None:
             continue
-        not_run.update((fid, ln) for ln in unexecuted_lines(parsed[0], lines))
-    if not not_run:
+        trees[sf.path], fids[sf.path] = parsed[0], fid
+        if lines:
+            not_run.update((fid, ln) for ln in unexecuted_lines(parsed[0], lines))
+    inert: set[tuple[int, int]] = set()
+    unread: set[str] = set()
+    with contextlib.suppress(RecursionError):
+        skips = None if ran is None else {p: unrun_statements(t, ran[p]) for p, t in trees.items()}
+        dropped: dict[str, list[ast.AST]] = {}
+        found = inert_in_submission(trees, skips, dropped)
+        kept: set[str] = set()
+        for path, ids in found.items():
+            inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
+            unread |= _tokens(trees[path], set())
+            kept |= _tokens(trees[path], ids | {id(x) for x in dropped[path]})
+        unread -= kept
+    reads = index.reads - unread
+    if not (not_run - index.unread) and not (inert - index.unread) and reads == index.reads:
         return index
-    return dataclasses.replace(index, unread=index.unread | not_run, dead=index.dead | not_run)
+    declared = {  # literal assignments whose names only code that reaches nothing reads ...
+        (fid, ln)
+        for fid, start, end, names in index.declarations
+        if reads != index.reads and not any(n in reads for n in names)
+        for ln in range(start, end + 1)
+    }
+    for fact in index.facts:  # ... and config keys
+        fid = index.file_id(fact.file) if fact.kind == "config" else None
+        if fid is not None and fact.setting in unread and fact.setting in index.reads:
+            declared.add((fid, fact.line))
+    return dataclasses.replace(
+        index,
+        reads=reads,
+        unread=index.unread | not_run | inert | declared,
+        dead=index.dead | not_run,
+        inert=index.inert | inert,
+    )
+
+
+def _tokens(tree: ast.Module, skip: set[int]) -> set[str]:
+    """What the code reads (names, attributes, strings: keys) outside the nodes ``skip`` names."""
+    out: set[str] = set()
+    todo: list[ast.AST] = [tree]
+    while todo:
+        n = todo.pop()
+        if id(n) in skip:
+            continue
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+            out.add(n.value)
+        todo.extend(ast.iter_child_nodes(n))
+    return out
 
 
 #: an ``aligned`` outcome of a run without a record becomes ``partial`` (0.75) where the index
