@@ -258,18 +258,23 @@ def make_report(
     results: Path | None = None,
     config_hash: str | None = None,
     workers: int = 1,
+    descriptions: dict[str, str] | None = None,
+    table_files: dict[str, Path] | None = None,
 ) -> list[Path]:
     """Write the three PNGs, ``index.html`` and the explorer's ``site/`` into ``out_dir``; returns
     their paths. ``results`` is the results root whose run folders give the code, logs and
     transcripts of the run pages (without it, those pages show the tables only); ``workers``
-    processes render the pages."""
+    processes render the pages; ``descriptions`` (agent: text) are shown on the agents' pages;
+    ``table_files`` (table: Parquet file) are copied into the report for download."""
     from sabench.report_site import build_site
+
+    extra = {"descriptions": descriptions, "table_files": table_files}
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if workers < 2:
         images = plot_figures(tables, out_dir)
-        index, site = build_site(tables, out_dir, results, images, config_hash, workers)
+        index, site = build_site(tables, out_dir, results, images, config_hash, workers, **extra)
         return [*images, index, site]
     # the figures are drawn by a forked process while the pages are rendered; the summary,
     # which shows them, is written last
@@ -287,7 +292,7 @@ def make_report(
         return [out_dir / name for name in IMAGES]
 
     try:
-        index, site = build_site(tables, out_dir, results, figures, config_hash, workers)
+        index, site = build_site(tables, out_dir, results, figures, config_hash, workers, **extra)
     finally:
         if plotter.is_alive():
             plotter.terminate()
@@ -305,6 +310,26 @@ def plot_figures(tables: dict[str, pd.DataFrame], out_dir: Path) -> list[Path]:
             plot_verdicts(_table(tables, "error_taxonomy"), out_dir / IMAGES[1]),
             plot_heatmap(_table(tables, "scores_by_run"), out_dir / IMAGES[2]),
         ]
+
+
+def agent_descriptions(path: Path | None) -> dict[str, str]:
+    """Each agent's ``description`` from an agents file (config/agents.yaml); none when the file
+    is missing or unreadable (the report then shows no descriptions)."""
+    if path is None or not Path(path).is_file():
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        str(name): str(spec["description"])
+        for name, spec in data.items()
+        if isinstance(spec, dict) and spec.get("description")
+    }
 
 
 def read_tables(folder: Path) -> dict[str, pd.DataFrame]:
@@ -328,19 +353,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--workers", type=int, default=1, help="processes that render the pages (default 1)"
     )
+    parser.add_argument(
+        "--agents",
+        type=Path,
+        default=Path("config/agents.yaml"),
+        help="the agents file whose descriptions the agents' pages show "
+        "(default config/agents.yaml; none when it is missing)",
+    )
     args = parser.parse_args(argv)
     tables: dict[str, pd.DataFrame] = {}
+    files: dict[str, Path] = {}
     for path in args.tables:
         if path.is_dir():
             tables.update(read_tables(path))
+            files.update({p.stem: p for p in sorted(path.glob("*.parquet"))})
         elif path.suffix == ".parquet" and path.is_file():
             tables[path.stem] = pd.read_parquet(path)
+            files[path.stem] = path
         else:
             print(f"error: {path}: not a folder of tables or a table", file=sys.stderr)
             return 2
     first = args.tables[0]
     results = args.results or (first if first.is_dir() else first.parent).resolve().parent
-    written = make_report(tables, args.out, results, args.config_hash, max(1, args.workers))
+    written = make_report(
+        tables,
+        args.out,
+        results,
+        args.config_hash,
+        max(1, args.workers),
+        agent_descriptions(args.agents),
+        files,
+    )
     with step(None, "report") as log:  # the rule's log line; a user error above returns 2
         log.info("report: %s", ", ".join(str(p) for p in written))
     return 0

@@ -316,3 +316,139 @@ def test_cli(rich: tuple[Path, Path], tmp_path: Path) -> None:
     check_outputs([out / n for n in (*IMAGES, "index.html", "site")], out)
     run = (out / "site" / "runs" / "A" / "P1" / "0.html").read_text(encoding="utf-8")
     assert "log line 99" in run  # the run folders, from the tables folder's parent
+
+
+@pytest.mark.parametrize("template", ["summary.html.j2", "disagreements_index.html.j2"])
+def test_one_sau_judgment_is_singular(template: str) -> None:
+    from sabench.report_site.build import TEMPLATES, _env
+
+    line = next(
+        ln for ln in (TEMPLATES / template).read_text().splitlines() if "SAU judgment" in ln
+    )
+    render = _env().from_string(line).render
+    assert "1 SAU judgment " in render(n_disagreements=1, root="")
+    assert "2 SAU judgments " in render(n_disagreements=2, root="")
+    assert "0 SAU judgments " in render(n_disagreements=0, root="")
+
+
+# --------------------------------------------------------------------------- issue 39: the report
+# explains itself (n with every score, a legend, code in full, downloads, search)
+
+
+def test_scores_show_their_papers_and_saus(full_tables: dict, tmp_path: Path) -> None:
+    """Each score of the summary and the agent pages says over how many papers and SAUs."""
+    page = summary(full_tables, tmp_path / "n")
+    by_run = full_tables["scores_by_run"]
+    rows = by_run[(by_run["agent"] == "A") & (by_run["judge"] == "static")]
+    n = int(rows[(rows["dimension"] == "overall") & rows["score"].notna()]["n_saus"].sum())
+    assert n > 0
+    assert f"n = 2 papers · {n} SAUs" in page
+    agent = (tmp_path / "n" / "site" / "agents" / "A.html").read_text(encoding="utf-8")
+    assert f"n = 2 papers · {n} SAUs" in agent
+    # the matrix: each run's SAUs; coverage explains the runs whose score is withheld
+    assert re.search(r'<span class="n">n=\d+</span>', page)
+    assert "n_runs_unscored</th>" in page and "more of their SAUs are <code>error</code>" in page
+
+
+def test_legend_on_the_summary_and_a_page_of_its_own(full_tables: dict, tmp_path: Path) -> None:
+    from sabench.contracts import DIMENSION_NAMES, FAILURE_MODES, VERDICTS
+
+    page = summary(full_tables, tmp_path / "l")
+    legend = (tmp_path / "l" / "site" / "legend.html").read_text(encoding="utf-8")
+    for text in (page, legend):
+        for dim, name in DIMENSION_NAMES.items():
+            assert f"<th>{dim}</th><td><b>{name}</b>" in text
+        for name in (*VERDICTS, *FAILURE_MODES):
+            assert f">{name}</span></th><td>" in text, name
+        assert "no description yet" not in text  # every failure mode has its meaning
+        assert "never counted as drift" in text and "<th>0.75</th>" in text
+    for other in (tmp_path / "l" / "site").rglob("*.html"):
+        assert 'id="legend-link"' in other.read_text(encoding="utf-8"), other
+
+
+def test_code_in_full_the_paper_and_a_diff(rich: tuple[Path, Path]) -> None:
+    _, out = rich
+    site = out / "site"
+    run = (site / "runs" / "A" / "P1" / "0.html").read_text(encoding="utf-8")
+    # the cited span links its file's page, the lines anchored
+    assert 'href="../../../files/A/P1/0/main.py.html#L4-4"' in run
+    whole = (site / "files" / "A" / "P1" / "0" / "main.py.html").read_text(encoding="utf-8")
+    assert '<span class="line" id="L4"><a class="ln" href="#L4">4</a>' in whole
+    assert "# the paper says 0.05" in whole and 'href="../../../../runs/A/P1/0.html"' in whole
+    # the paper's text, the SAU's quote marked and anchored, linked from the run page
+    text = (site / "text" / "P1.html").read_text(encoding="utf-8")
+    assert f'<mark id="sau-a2" title="a2">{QUOTE}</mark>' in text
+    assert 'href="../../../text/P1.html#sau-a2">in the paper</a>' in run
+    # the diff page holds every run's files for the script; the run page links it
+    diff = (site / "diff" / "P1.html").read_text(encoding="utf-8")
+    payload = re.search(
+        r'<script type="application/json" id="diff-data">(.*?)</script>', diff, re.S
+    )
+    assert payload is not None
+    runs = json.loads(payload.group(1))
+    assert [r["name"] for r in runs] == ["A / seed 0", "A / seed 1", "B / seed 0"]
+    assert runs[0]["files"]["main.py"] == MAIN_PY
+    assert 'href="../../../diff/P1.html#a=0&amp;b=2"' in run
+    assert "grounded" in run  # whether each SAU's quote is in the paper
+
+
+def test_judges_that_did_not_judge_take_no_room(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    tables = rich_tree(root)
+    judgments = tables["judgments"]
+    keep = ~((judgments["sau_id"] == "a1") & (judgments["judge"] == "reference"))
+    make_report({**tables, "judgments": judgments[keep]}, tmp_path / "out", root)
+    page = (tmp_path / "out" / "site" / "runs" / "A" / "P1" / "0.html").read_text()
+    a1 = page[page.index('id="sau-a1"') :].split("</section>")[0]
+    assert 'class="judgment nj"' not in a1 and "Not judged by reference." in a1
+    assert '<div class="judges" style="--n: 1">' in a1
+    assert 'data-j="static" data-v="static:aligned"' in a1  # what the filters read
+    index = (tmp_path / "out" / "site" / "disagreements.html").read_text()
+    # a1 of P1's three runs has one judge now: 6 of P1's 9 SAUs x runs, 12 of 15 in all
+    assert "12 of the 15 SAUs × runs with a verdict" in index
+    assert "judged by one judge only" in index and "<td>6</td><td>9</td></tr>" in index
+    per_paper = (tmp_path / "out" / "site" / "disagreements" / "P1.html").read_text()
+    assert "gave a verdict on <b>6</b> of the <b>9</b> SAUs × runs" in per_paper
+
+
+def test_tables_to_download_and_the_search_index(rich: tuple[Path, Path], tmp_path: Path) -> None:
+    root, _ = rich
+    out = tmp_path / "cli"
+    subprocess.run(
+        [sys.executable, "-m", "sabench.report", "--tables", str(root / "tables"), "--out",
+         str(out), "--agents", str(tmp_path / "agents.yaml")],
+        check=True, cwd=REPO, capture_output=True,
+    )  # fmt: skip
+    data = out / "site" / "data"
+    for name in ("judgments", "scores_by_agent", "coverage"):
+        source = root / "tables" / f"{name}.parquet"
+        assert (data / f"{name}.parquet").read_bytes() == source.read_bytes()  # the file itself
+        csv = pd.read_csv(data / f"{name}.csv")
+        assert len(csv) == len(pd.read_parquet(source)), name
+    evidence = json.loads(pd.read_csv(data / "judgments.csv")["evidence"].dropna().iloc[0])
+    assert isinstance(evidence, list) and "file" in evidence[0]  # nested values as JSON
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert 'href="site/data/judgments.csv" download' in index
+    script = (out / "site" / "assets" / "search-index.js").read_text(encoding="utf-8")
+    entries = json.loads(script.removeprefix("window.SABENCH_SEARCH = ").rstrip(";\n"))
+    assert entries[[e[1] for e in entries].index("a2")][:3] == [
+        "SAU",
+        "a2",
+        "papers/P1.html#sau-a2",
+    ]
+    assert {"agent", "paper", "run", "SAU"} == {e[0] for e in entries}
+
+
+def test_agent_descriptions_from_the_agents_file(rich: tuple[Path, Path], tmp_path: Path) -> None:
+    from sabench.report import agent_descriptions
+
+    agents = tmp_path / "agents.yaml"
+    agents.write_text("A:\n  kind: replay\n  path: x/{paper}\n  description: The <first> agent.\n")
+    assert agent_descriptions(agents) == {"A": "The <first> agent."}
+    assert agent_descriptions(tmp_path / "missing.yaml") == {}
+    root, _ = rich
+    out = tmp_path / "out"
+    make_report(rich_tree(tmp_path / "r2"), out, root, descriptions=agent_descriptions(agents))
+    for page in (out / "index.html", out / "site" / "agents" / "A.html",
+                 out / "site" / "runs" / "A" / "P1" / "0.html"):  # fmt: skip
+        assert "The &lt;first&gt; agent." in page.read_text(encoding="utf-8"), page

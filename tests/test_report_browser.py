@@ -161,3 +161,45 @@ def test_screenshots_of_each_page_kind(chromium: str, report: Path, tmp_path: Pa
         )
         data = shot.read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 10_000, name
+
+
+def test_legend_counts_sorting_filters_downloads_search(
+    chromium: str, report: Path, tmp_path: Path
+) -> None:
+    """The issue-39 controls, each set by the location's hash (the pages' script reads it)."""
+    summary = (report / "index.html").as_uri()
+    # the legend and the n of each score; sorting the coverage by its 'n_runs' column, descending
+    dom, console = browse(chromium, summary + "#sort=coverage-table:0:desc", tmp_path / "p1")
+    assert console == []
+    assert 'id="legend"' in dom and "never counted as drift" in dom and "crashed_under_check" in dom
+    assert "n = 2 papers · " in dom
+    table = dom[dom.index('id="coverage-table"') :].split("</table>")[0]
+    assert 'data-sorted="0:desc"' in table
+    agents = [a for a in (r.split("</td>")[0] for r in table.split('<tr class="f"><td>')[1:])]
+    assert agents == sorted(agents, reverse=True) and len(agents) > 1
+    # downloads: every link leads to a file
+    links = [a["href"] for a in Elements(dom).find("a", cls="download")]
+    assert "site/data/judgments.csv" in links and "site/data/judgments.parquet" in links
+    for link in links:
+        assert Path(urljoin(summary, link).removeprefix("file://")).is_file(), link
+    # the filters on a run page: static's drifted SAUs only
+    run = (report / "site" / "runs" / "A" / "P1" / "0.html").as_uri()
+    dom, console = browse(chromium, run + "#judge=static&verdict=drifted", tmp_path / "p2")
+    assert console == []
+    sections = {s["id"]: "hidden" in s for s in Elements(dom).find("section", cls="sau")}
+    assert sections == {"sau-a1": True, "sau-a2": False, "sau-b1": True}
+    dom, _ = browse(chromium, run + "#dim=D2", tmp_path / "p3")
+    sections = {s["id"]: "hidden" in s for s in Elements(dom).find("section", cls="sau")}
+    assert sections == {"sau-a1": True, "sau-a2": True, "sau-b1": False}
+    # the search: its index loads on demand and lists the SAU
+    dom, console = browse(chromium, run + "#search=lr%20is", tmp_path / "p4")
+    assert console == []
+    results = dom[dom.index('id="search-results"') :].split("</ul>")[0]
+    assert 'href="../../../papers/P1.html#sau-a2"' in results and "hidden" not in results[:40]
+    # a file page marks the cited lines; the diff page compares two runs' files
+    whole = (report / "site" / "files" / "A" / "P1" / "0" / "main.py.html").as_uri()
+    dom, console = browse(chromium, whole + "#L4-5", tmp_path / "p5")
+    assert console == [] and 'class="line hit" id="L4"' in dom and 'class="line hit" id="L5"' in dom
+    diff = (report / "site" / "diff" / "P1.html").as_uri()
+    dom, console = browse(chromium, diff + "#a=0&b=2", tmp_path / "p6")
+    assert console == [] and "main.py: 0 lines only in A / seed 0, 0 only in B / seed 0." in dom

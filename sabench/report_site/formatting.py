@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -15,7 +16,12 @@ import pandas as pd
 
 def slug(name: object) -> str:
     """A file name for ``name``: itself when safe, else a cleaned form plus a short hash."""
-    text = str(name)
+    return _slug(str(name))
+
+
+@functools.lru_cache(maxsize=65536)
+def _slug(text: str) -> str:
+    # the pages ask for the same few names (agents, papers, seeds, files) again and again
     clean = re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip(".") or "_"
     if clean != text:
         clean += "-" + hashlib.sha256(text.encode()).hexdigest()[:8]

@@ -10,6 +10,10 @@ from typing import Any
 
 from sabench.report_site.formatting import slug
 
+#: Stands for the page's way back to the site root in HTML built once for several pages (a run
+#: page is three folders down, a paper page one); each page replaces it with its own.
+ROOT = "\ue000root\ue000"
+
 
 def escape(value: object) -> str:
     """Text as the templates' autoescape wrote it (markupsafe's five entities)."""
@@ -27,8 +31,14 @@ def excerpt_html(excerpt: dict[str, Any]) -> str:
     """A cited span (:meth:`sabench.report_site.sources.Sources.excerpt`): where, a note, the
     highlighted lines (already HTML) with the cited ones marked."""
     note = excerpt["note"]
+    where = f"<code>{escape(excerpt['where'])}</code>"
+    if excerpt.get("href"):
+        where = (
+            f'<a class="file-link" href="{ROOT}{escape(excerpt["href"])}" '
+            f'title="the whole file, these lines marked">{where}</a>'
+        )
     parts = [
-        f'<div class="excerpt"><div class="where"><code>{escape(excerpt["where"])}</code>',
+        f'<div class="excerpt"><div class="where">{where}',
         f' <span class="note">{escape(note)}</span>' if note else "",
         "</div>\n",
     ]
@@ -97,3 +107,81 @@ def judgment_html(
 
 def _refs(refs: list[str]) -> str:
     return '<p class="refs">' + "".join(f"<code>{escape(r)}</code> " for r in refs) + "</p>"
+
+
+def sau_data(attrs: dict[str, str]) -> str:
+    """The attributes the SAU filters read (:func:`sabench.report_site.pages.sau_attrs`)."""
+    return "".join(f' data-{k}="{escape(attrs[k])}"' for k in ("dim", "j", "v", "fm"))
+
+
+def sau_html(sau: dict[str, Any], text_href: str) -> str:
+    """One SAU of a run page (:func:`sabench.report_site.pages.run_context`): the claim and the
+    paper's sentence (linked into the paper's text page at ``text_href``), then each judge that
+    judged it across the page's width, and the judges that did not."""
+    anchor = escape(sau["anchor"])
+    cls = "sau f" + (" ok" if sau["ok"] else "") + (" disagree" if sau["disagree"] else "")
+    parts = [
+        f'<section class="{cls}" id="{anchor}" data-ok="{1 if sau["ok"] else 0}"',
+        sau_data(sau["attrs"]),
+        f'>\n<h3><a href="#{anchor}">{escape(sau["id"])}</a> ',
+        f'<span class="dim">{escape(sau["dimension"])}</span>',
+    ]
+    for name, cell in sau["judges"]:
+        parts.append(f' <span class="dim">{escape(name)}</span> {verdict_html(cell["verdict"])}')
+    if sau["disagree"]:
+        parts.append(' <span class="flag">judges disagree</span>')
+    if sau["grounded"]:
+        parts.append(
+            f' <span class="grounded g-{escape(slug(sau["grounded"]))}" title="whether the '
+            f'SAU&#39;s quote was found in the paper">{escape(sau["grounded"])}</span>'
+        )
+    parts.append('</h3>\n<div class="paper-side">\n')
+    if sau["claim"]:
+        parts.append(f'<p class="claim">{escape(sau["claim"])}</p>\n')
+    if sau["context"]:
+        parts.append(
+            f'<blockquote class="quote">{sau["context"]} <a class="in-paper" '
+            f'href="{ROOT}{escape(text_href)}#{anchor}">in the paper</a></blockquote>\n'
+        )
+    elif sau["quote"]:
+        parts.append(
+            f'<blockquote class="quote"><mark>{escape(sau["quote"])}</mark></blockquote>\n'
+        )
+    parts.append("</div>\n")
+    if sau["judges"]:
+        parts.append(f'<div class="judges" style="--n: {len(sau["judges"])}">\n')
+        parts += [judgment_html(name, cell) for name, cell in sau["judges"]]
+        parts.append("</div>\n")
+    if sau["not_judged"]:
+        names = ", ".join(escape(n) for n in sau["not_judged"])
+        parts.append(f'<p class="not-judged">Not judged by {names}.</p>\n')
+    parts.append("</section>\n")
+    return "".join(parts)
+
+
+def paper_row_html(row: dict[str, Any]) -> str:
+    """One SAU of a paper page (:func:`sabench.report_site.pages.paper_context`): the claim, then
+    a cell per run with the first cited span of each judge that judged it."""
+    grounded = row["grounded"]
+    parts = [
+        f'<tr class="f sau-row" id="{escape(row["anchor"])}" data-differ="'
+        f'{1 if row["differ"] else 0}"{sau_data(row["attrs"])}>\n<td class="paper-side"><b>'
+        f'{escape(row["id"])}</b> <span class="dim">{escape(row["dimension"])}</span>',
+        f' <span class="grounded g-{escape(slug(grounded))}">{escape(grounded)}</span>'
+        if grounded
+        else "",
+        f'<p class="claim">{escape(row["claim"])}</p>' if row["claim"] else "",
+        f'<blockquote class="quote"><mark>{escape(row["quote"])}</mark></blockquote>'
+        if row["quote"]
+        else "",
+        "</td>\n",
+    ]
+    for i, (cell, missing) in enumerate(zip(row["cells"], row["not_judged"], strict=True)):
+        parts.append(f'<td class="col" data-col="{i}">')
+        parts += [judgment_html(name, c, True, 1) for name, c in cell]
+        if missing:
+            names = ", ".join(escape(n) for n in missing)
+            parts.append(f'<p class="not-judged">not judged by {names}</p>')
+        parts.append("</td>")
+    parts.append("\n</tr>\n")
+    return "".join(parts)

@@ -61,14 +61,17 @@ def highlight_lines(name: str, text: str) -> list[str]:
         lexer = _HASH if name != "Snakefile" and suffix != ".smk" else _PY
     if lexer is None or len(text) > _HIGHLIGHT_MAX_BYTES:
         return [escape(line) for line in text.split("\n")]
-    # one escaped chunk per token, split into lines once: a token that spans lines is a span per
-    # line (none for an empty line), so that every line stands alone
+    # the text is escaped once, then lexed (escaping adds no quote, '#', '/' or digit, so the
+    # tokens are the same); one chunk per token, split into lines once: a token that spans lines
+    # is a span per line (none for an empty line), so that every line stands alone
+    text = escape(text)
     chunks: list[str] = []
     at = 0
     for match in lexer.finditer(text):
-        if match.start() > at:
-            chunks.append(escape(text[at : match.start()]))
-        value, cls = escape(match.group()), match.lastgroup
+        start = match.start()
+        if start > at:
+            chunks.append(text[at:start])
+        value, cls = match.group(), match.lastgroup
         if "\n" in value:
             chunks.append(
                 "\n".join(f'<span class="{cls}">{p}</span>' if p else "" for p in value.split("\n"))
@@ -76,5 +79,5 @@ def highlight_lines(name: str, text: str) -> list[str]:
         else:
             chunks.append(f'<span class="{cls}">{value}</span>')
         at = match.end()
-    chunks.append(escape(text[at:]))
+    chunks.append(text[at:])
     return "".join(chunks).split("\n")

@@ -17,7 +17,12 @@ from sabench.scoring import DIMENSION_ORDER
 class Site:
     """The tables indexed for the pages (one pass over each table)."""
 
-    def __init__(self, tables: dict[str, pd.DataFrame], sources: Sources) -> None:
+    def __init__(
+        self,
+        tables: dict[str, pd.DataFrame],
+        sources: Sources,
+        descriptions: dict[str, str] | None = None,
+    ) -> None:
         self.tables = tables
         self.sources = sources
         get = lambda name: tables.get(name, pd.DataFrame())  # noqa: E731
@@ -50,12 +55,18 @@ class Site:
         self.run_scores: dict[Run, dict[str, dict[str, float]]] = defaultdict(
             lambda: defaultdict(dict)
         )
+        # SAUs judged (not error) per run, judge and dimension: the n behind each score
+        self.run_n: dict[Run, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
+        self.agent_n: dict[tuple[str, str, str], int] = defaultdict(int)
         for rec in records(self.by_run):
             run = (str(rec["agent"]), str(rec["paper"]), str(rec["seed"]))
             score = rec["score"]
-            self.run_scores[run][str(rec["judge"])][str(rec["dimension"])] = (
-                math.nan if score is None else float(score)
-            )
+            judge, dim = str(rec["judge"]), str(rec["dimension"])
+            self.run_scores[run][judge][dim] = math.nan if score is None else float(score)
+            n = int(rec.get("n_saus") or 0)
+            self.run_n[run][judge][dim] = n
+            if score is not None and not math.isnan(float(score)):
+                self.agent_n[(run[0], judge, dim)] += n
         all_runs = sorted(self.runs)
         self.agents = sorted({r[0] for r in all_runs})
         self.papers = sorted({r[1] for r in all_runs} | set(self.saus))
@@ -70,6 +81,10 @@ class Site:
             self.directed[(str(rec["agent"]), str(rec["paper"]), str(rec["seed"]))].append(rec)
         # each judgment is shown on its run's, its paper's and maybe a disagreements page
         self._cells: dict[tuple[Run, str, str, bool], dict[str, Any] | None] = {}
+        self._both: dict[str, tuple[int, int]] | None = None
+        self._file_hrefs: dict[tuple[Run, str], str] = {}
+        #: each agent's ``description`` from the agents file (shown on its pages)
+        self.descriptions: dict[str, str] = dict(descriptions or {})
 
     # ----- links (relative to the site root)
 
@@ -88,6 +103,40 @@ class Site:
     @staticmethod
     def disagreements_href(paper: str) -> str:
         return f"disagreements/{slug(paper)}.html"
+
+    def file_href(self, run: Run, file: str) -> str:
+        key = (run, file)
+        if key not in self._file_hrefs:
+            parts = "/".join(slug(p) for p in file.split("/") if p)
+            self._file_hrefs[key] = (
+                f"files/{slug(run[0])}/{slug(run[1])}/{slug(run[2])}/{parts}.html"
+            )
+        return self._file_hrefs[key]
+
+    @staticmethod
+    def paper_text_href(paper: str) -> str:
+        return f"text/{slug(paper)}.html"
+
+    @staticmethod
+    def diff_href(paper: str) -> str:
+        return f"diff/{slug(paper)}.html"
+
+    def judged_by(self, run: Run, sau_id: str) -> list[str]:
+        """The judges that gave this SAU of this run a verdict."""
+        recs = self.verdicts.get(run, {}).get(sau_id, {})
+        return [j for j in self.judges if j in recs]
+
+    def both_judged(self) -> dict[str, tuple[int, int]]:
+        """Per paper: (SAUs x runs that two or more judges gave a verdict, SAUs x runs judged)."""
+        if self._both is not None:
+            return self._both
+        out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for run, saus in self.verdicts.items():
+            for recs in saus.values():
+                out[run[1]][1] += 1
+                out[run[1]][0] += len(recs) > 1
+        self._both = {p: (v[0], v[1]) for p, v in out.items()}
+        return self._both
 
     # ----- SAUs
 
@@ -127,7 +176,11 @@ class Site:
             "score": num(rec.get("score"), 2),
             "failure_mode": as_text(rec.get("failure_mode")),
             "reasoning": as_text(rec.get("reasoning")),
-            "evidence": [self.sources.excerpt(run, ev) for ev in evidence] if code else [],
+            "evidence": [
+                self.sources.excerpt(run, ev, self.file_href(run, ev["file"])) for ev in evidence
+            ]
+            if code
+            else [],
             "refs": [
                 f"{ev['file']}:{ev['start']}"
                 + (f"-{ev['end']}" if ev["end"] != ev["start"] else "")

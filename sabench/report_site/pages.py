@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from sabench.report_site.formatting import as_text, mean, num, score_color, slug
+from sabench.report_site.legend import legend
 from sabench.report_site.model import Site
 from sabench.report_site.sources import LOG_TAIL_LINES, Run
 from sabench.report_site.summary import score_pivot
@@ -14,6 +15,45 @@ from sabench.scoring import DIMENSION_ORDER, OVERALL
 from sabench.stats import FEW_PAPERS_NOTE
 
 OK_VERDICTS = {"aligned"}
+
+
+def _bars(site: Site, run: Run) -> list[dict[str, Any]]:
+    """Per judge: the run's overall score as a bar's width, with the SAUs it rests on."""
+    scores, counts = site.run_scores.get(run, {}), site.run_n.get(run, {})
+    out = []
+    for judge in site.judges:
+        score = scores.get(judge, {}).get(OVERALL, math.nan)
+        out.append(
+            {
+                "judge": judge,
+                "score": num(score),
+                "width": 0 if math.isnan(score) else round(100 * score),
+                "n": counts.get(judge, {}).get(OVERALL, 0),
+                "color": score_color(score),
+            }
+        )
+    return out
+
+
+def sau_attrs(site: Site, run: Run, sau_id: str, dimension: str) -> dict[str, str]:
+    """What the pages' SAU filters read: the dimension, the judges that judged it, their
+    verdicts and failure modes (``judge:value`` words)."""
+    recs = site.verdicts.get(run, {}).get(sau_id, {})
+    return {
+        "dim": dimension,
+        "j": " ".join(sorted(recs)),
+        "v": " ".join(f"{j}:{as_text(r.get('verdict'))}" for j, r in sorted(recs.items())),
+        "fm": " ".join(
+            f"{j}:{as_text(r.get('failure_mode'))}"
+            for j, r in sorted(recs.items())
+            if r.get("failure_mode")
+        ),
+    }
+
+
+def _grounded(row: dict[str, Any]) -> str:
+    value = row.get("grounded")
+    return "" if value is None else ("grounded" if bool(value) else "not grounded")
 
 
 def _run_summary(site: Site, run: Run) -> dict[str, Any]:
@@ -34,6 +74,7 @@ def _run_summary(site: Site, run: Run) -> dict[str, Any]:
         "colors": [score_color(scores.get(j, {}).get(OVERALL, math.nan)) for j in site.judges],
         "execution": as_text(rec.get("execution_status")) or "–",
         "n_bad": n_bad,
+        "bars": _bars(site, run),
     }
 
 
@@ -59,15 +100,20 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
         sau_id = str(row["sau_id"])
         judged = {j: site.cell(run, sau_id, j) for j in site.judges}
         verdicts = {c["verdict"] for c in judged.values() if c}
+        dimension = as_text(row.get("dimension"))
         saus.append(
             {
                 "id": sau_id,
                 "anchor": "sau-" + slug(sau_id),
-                "dimension": as_text(row.get("dimension")),
+                "dimension": dimension,
                 "claim": as_text(row.get("claim")),
                 "quote": row["quote"],
                 "context": row["context"],
-                "judges": [(j, judged[j]) for j in site.judges],
+                "grounded": _grounded(row),
+                # only the judges that judged it take room; the others are named
+                "judges": [(j, judged[j]) for j in site.judges if judged[j]],
+                "not_judged": [j for j in site.judges if not judged[j]],
+                "attrs": sau_attrs(site, run, sau_id, dimension),
                 "ok": bool(verdicts) and verdicts <= OK_VERDICTS,
                 "disagree": site.disagree(run, sau_id),
             }
@@ -95,7 +141,9 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
         ("isolation", as_text(rec.get("isolation")) or "–"),
     ]
     others = [r for r in site.runs_of_paper[run[1]] if r != run]
+    run_index = site.runs_of_paper[run[1]].index(run) if run in site.runs_of_paper[run[1]] else 0
     return {
+        "legend": legend(),
         "run": run,
         "title": site.titles.get(run[1], ""),
         "agent_href": site.agent_href(run[0]),
@@ -113,7 +161,16 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
         "log_lines": LOG_TAIL_LINES,
         "transcript": site.sources.transcript(run),
         "saus": saus,
-        "bad": [s for s in saus if not s["ok"] and any(c for _, c in s["judges"])],
+        "bad": [s for s in saus if not s["ok"] and s["judges"]],
+        "n_scored": [(j, site.run_n.get(run, {}).get(j, {}).get(OVERALL, 0)) for j in site.judges],
+        "description": site.descriptions.get(run[0], ""),
+        "files": [(f, site.file_href(run, f)) for f in site.sources.files(run)],
+        "paper_text_href": site.paper_text_href(run[1]),
+        "diffs": [
+            (f"{r[0]} / seed {r[2]}", f"{site.diff_href(run[1])}#a={run_index}&b={i}")
+            for i, r in enumerate(site.runs_of_paper[run[1]])
+            if r != run
+        ],
         "others": [(f"{r[0]} / seed {r[2]}", site.run_href(r)) for r in others],
         "directed": [
             (f"{d['file']}:{d['line']}", as_text(d["text"])) for d in site.directed.get(run, [])
@@ -126,6 +183,7 @@ def agent_context(site: Site, agent: str) -> dict[str, Any]:
     rows = [r for r in pivot["rows"] if r["agent"] == agent]
     return {
         "agent": agent,
+        "description": site.descriptions.get(agent, ""),
         "pivot": {**pivot, "rows": rows},
         "few_note": FEW_PAPERS_NOTE,
         "judges": site.judges,
@@ -152,14 +210,27 @@ def paper_context(site: Site, paper: str) -> dict[str, Any]:
     rows = []
     for row in site.sau_rows(paper, runs):
         sau_id = str(row["sau_id"])
+        dimension = as_text(row.get("dimension"))
+        attrs: dict[str, set[str]] = {"j": set(), "v": set(), "fm": set()}
+        for r in runs:
+            for key, value in sau_attrs(site, r, sau_id, dimension).items():
+                if key != "dim":
+                    attrs[key].update(value.split())
         rows.append(
             {
                 "id": sau_id,
                 "anchor": "sau-" + slug(sau_id),
-                "dimension": as_text(row.get("dimension")),
+                "dimension": dimension,
                 "claim": as_text(row.get("claim")),
                 "quote": row["quote"],
-                "cells": [[(j, site.cell(r, sau_id, j)) for j in site.judges] for r in runs],
+                "grounded": _grounded(row),
+                "attrs": {"dim": dimension, **{k: " ".join(sorted(v)) for k, v in attrs.items()}},
+                "cells": [
+                    [(j, c) for j in site.judges if (c := site.cell(r, sau_id, j))] for r in runs
+                ],
+                "not_judged": [
+                    [j for j in site.judges if not site.cell(r, sau_id, j)] for r in runs
+                ],
                 "differ": len(
                     {
                         tuple(
@@ -173,6 +244,7 @@ def paper_context(site: Site, paper: str) -> dict[str, Any]:
             }
         )
     return {
+        "legend": legend(),
         "paper": paper,
         "title": site.titles.get(paper, ""),
         "columns": columns,
@@ -182,6 +254,8 @@ def paper_context(site: Site, paper: str) -> dict[str, Any]:
         "judges": site.judges,
         "rows": rows,
         "disagreements_href": site.disagreements_href(paper),
+        "paper_text_href": site.paper_text_href(paper),
+        "diff_href": site.diff_href(paper),
     }
 
 
@@ -192,18 +266,25 @@ def disagreements_context(site: Site, paper: str, items: list[tuple[Run, str]]) 
     out = []
     for run, sau_id in items:
         row = rows_by_id.get(sau_id, {})
+        dimension = as_text(row.get("dimension"))
         out.append(
             {
                 "run": run,
                 "href": site.run_href(run) + "#sau-" + slug(sau_id),
                 "id": sau_id,
-                "dimension": as_text(row.get("dimension")),
+                "dimension": dimension,
                 "claim": as_text(row.get("claim")),
                 "quote": as_text(row.get("quote")),
-                "judges": [(j, site.cell(run, sau_id, j)) for j in site.judges],
+                "attrs": sau_attrs(site, run, sau_id, dimension),
+                "judges": [(j, c) for j in site.judges if (c := site.cell(run, sau_id, j))],
             }
         )
+    both, judged = site.both_judged().get(paper, (0, 0))
     return {
+        "legend": legend(),
+        "both": both,
+        "judged": judged,
+        "judges": site.judges,
         "paper": paper,
         "title": site.titles.get(paper, ""),
         "items": out,

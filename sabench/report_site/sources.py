@@ -21,6 +21,8 @@ CONTEXT_LINES = 2
 LOG_TAIL_LINES = 60
 MAX_EVENT_CHARS = 2000
 MAX_EVENTS = 400
+#: Largest submission file with a page of its own (and in the paper's diff page).
+MAX_FILE_BYTES = 300_000
 #: A run's key: (agent, paper, seed).
 Run = tuple[str, str, str]
 
@@ -36,6 +38,7 @@ class Sources:
         # pages show the same ones again (the templates only read them)
         self._excerpts: dict[tuple[Run, str, int, int], dict[str, Any]] = {}
         self._contexts: dict[tuple[str, str], str | None] = {}
+        self._files: dict[Run, list[str]] = {}
 
     def run_dir(self, run: Run) -> Path | None:
         return self.results / "runs" / run[0] / run[1] / run[2] if self.results else None
@@ -54,12 +57,15 @@ class Sources:
             self._code[key] = lines
         return self._code[key]
 
-    def excerpt(self, run: Run, ev: dict[str, Any]) -> dict[str, Any]:
+    def excerpt(self, run: Run, ev: dict[str, Any], href: str | None = None) -> dict[str, Any]:
         """One cited span: ``file:start-end`` and its highlighted lines (or why there are none),
-        and ``html``, the span as the pages show it."""
+        and ``html``, the span as the pages show it (``href``: the file's page, linked when the
+        file is there)."""
         key = (run, ev["file"], ev["start"], ev["end"])
         if key not in self._excerpts:
             excerpt = self._excerpt(run, ev)
+            if href and excerpt["lines"]:
+                excerpt["href"] = f"{href}#L{ev['start']}-{max(ev['end'], ev['start'])}"
             excerpt["html"] = excerpt_html(excerpt)
             self._excerpts[key] = excerpt
         return self._excerpts[key]
@@ -81,6 +87,41 @@ class Sources:
         )
         shown = [(n, lines[n - 1], start <= n <= last) for n in range(first, after + 1)]
         return {"where": where, "lines": shown, "note": f"… {more} more lines" if more > 0 else ""}
+
+    def files(self, run: Run) -> list[str]:
+        """The submission's text files (relative paths, sorted), at most MAX_FILE_BYTES each."""
+        if run not in self._files:
+            self._files[run] = self._list(run)
+        return self._files[run]
+
+    def _list(self, run: Run) -> list[str]:
+        folder = self.run_dir(run)
+        base = folder / "submission" if folder else None
+        if base is None or not base.is_dir():
+            return []
+        out = []
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_FILE_BYTES:
+                rel = path.relative_to(base).as_posix()
+                if not any(part.startswith(".") for part in rel.split("/")):
+                    out.append(rel)
+        return out
+
+    def text(self, run: Run, file: str) -> str | None:
+        """A submission file's text (None when it is not text)."""
+        folder = self.run_dir(run)
+        if folder is None:
+            return None
+        data = (folder / "submission" / file).read_bytes()
+        if b"\0" in data[:8192]:
+            return None
+        return data.decode("utf-8", errors="replace")
+
+    def paper_text(self, paper: str) -> str | None:
+        path = self.results / "papers" / paper / "paper.md" if self.results else None
+        return (
+            path.read_text(encoding="utf-8", errors="replace") if path and path.is_file() else None
+        )
 
     def log_tail(self, run: Run) -> str | None:
         folder = self.run_dir(run)

@@ -14,6 +14,7 @@ from sabench.aggregate import COVERAGE_COLUMNS, INCOMPLETE_COLUMNS
 from sabench.drift import DRIFT_SUMMARY_COLUMNS, drift_summary
 from sabench.judges.stability import STABILITY_COLUMNS
 from sabench.report_site.formatting import as_text, mean, num, records, score_color
+from sabench.report_site.legend import legend
 from sabench.report_site.model import Site
 from sabench.report_site.sources import git_commit
 from sabench.scoring import AGREEMENT_COLUMNS, DIMENSION_ORDER, OVERALL
@@ -41,6 +42,10 @@ def score_pivot(site: Site) -> dict[str, Any]:
             "score": num(score) + (f" {FEW_PAPERS_MARK}" if mark else ""),
             "ci": f"[{num(rec['ci_low'], 2)}, {num(rec['ci_high'], 2)}]" if has else "",
             "n_papers": rec["n_papers"],
+            "n_saus": site.agent_n.get(
+                (str(rec["agent"]), str(rec["judge"]), str(rec["dimension"])), 0
+            ),
+            "value": "" if not has else f"{float(score):.6f}",
             "color": score_color(math.nan if score is None else float(score)),
         }
     rows = []
@@ -67,9 +72,12 @@ def _matrix(site: Site) -> list[dict[str, Any]]:
                     site.run_scores.get(r, {}).get(judge, {}).get(OVERALL, math.nan) for r in runs
                 ]
                 score = mean(values)
+                n = sum(site.run_n.get(r, {}).get(judge, {}).get(OVERALL, 0) for r in runs)
                 cells.append(
                     {
                         "score": num(score, 2) if runs else "",
+                        "value": "" if math.isnan(score) else f"{score:.6f}",
+                        "n": n,
                         "color": score_color(score),
                         "runs": [
                             (r[2], site.run_href(r), num(v, 2))
@@ -202,6 +210,15 @@ def summary_context(
         "matrix": _matrix(site),
         "papers": [(p, site.paper_href(p), site.titles.get(p, "")) for p in site.papers],
         "agents": [(a, site.agent_href(a), len(site.runs_of_agent[a])) for a in site.agents],
+        "descriptions": [
+            (a, site.agent_href(a), len(site.runs_of_agent[a]), site.descriptions.get(a, ""))
+            for a in site.agents
+        ],
+        "legend": legend(),
+        "downloads": [],  # (table, rows, parquet, csv), filled by build_site
+        "n_both": sum(b for b, _ in site.both_judged().values()),
+        "n_judged_pairs": sum(n for _, n in site.both_judged().values()),
+        "both": site.both_judged(),
         "coverage": _table(tables.get("coverage"), COVERAGE_COLUMNS),
         "incomplete": _table(incomplete, INCOMPLETE_COLUMNS) if not incomplete.empty else None,
         # runs whose submission addresses the judge: (run, its page, flagged lines)
@@ -212,7 +229,13 @@ def summary_context(
             )
         ],
         "disagreements": [
-            (p, site.disagreements_href(p), len(disagreements.get(p, []))) for p in site.papers
+            (
+                p,
+                site.disagreements_href(p),
+                len(disagreements.get(p, [])),
+                *site.both_judged().get(p, (0, 0)),
+            )
+            for p in site.papers
         ],
         "n_disagreements": sum(len(v) for v in disagreements.values()),
         "multi_judge": len(site.judges) > 1,

@@ -3,7 +3,9 @@
     .venv/bin/python scripts/dev/report_screenshots.py [--report results/report] [--out docs/report]
 
 Run after ``make demo``: the pages are the demo's (the drifted agent on ridge-gd, its planted
-learning-rate drift filtered to the top).
+learning-rate drift filtered to the top; its model.py with the lines a judge cites marked; its code
+beside the reference's). A fragment naming an element (``#sau-...``) gives Chromium's headless
+screenshot a blank page: use the pages' own hash settings (``#q=``, ``#L14-15``, ``#a=..&b=..``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ PAGES = {
     "paper": ("site/papers/ridge-gd.html", ""),
     "disagreements": ("site/disagreements/ridge-gd.html", ""),
     "agent": ("site/agents/drifted.html", ""),
+    "legend": ("site/legend.html", ""),
+    "file": ("site/files/drifted/ridge-gd/0/model.py.html", "#L14-15"),
+    "diff": ("site/diff/ridge-gd.html", "#a=0&b=2&file=model.py"),
 }
 
 
