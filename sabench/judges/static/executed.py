@@ -25,8 +25,9 @@ NO_RECORD = "(No execution record: credited from code that is live by dataflow o
 
 
 def lines_run(execution: dict[str, Any] | None) -> dict[str, set[int]] | None:
-    """The record's lines per file, or None when the run recorded none."""
-    if not execution:
+    """The record's lines per file, or None when the run recorded none or did not complete (it
+    left code unrun that a complete run runs: that is no evidence against the code)."""
+    if not execution or execution.get("status", "ok") != "ok":
         return None
     ran = execution.get("lines_run")
     if not isinstance(ran, dict):
