@@ -84,3 +84,15 @@ def sabench_data() -> Path:
 @pytest.fixture(scope="session")
 def paperbench_data() -> Path:
     return _shared_dir("paperbench")
+
+
+@pytest.fixture(scope="module")
+def runtime(sandbox_env: Path) -> dict:
+    """The checks' runtime on bwrap with the project's sandbox Python (skips without bwrap)."""
+    from sabench.sandbox import get_backend
+    from sabench.sandbox.settings import resolve_runtime
+
+    ok, why = get_backend("bwrap").available()
+    if not ok:
+        pytest.skip(f"bwrap unavailable: {why}")
+    return resolve_runtime({"backend": "bwrap", "python_env": str(sandbox_env)})

@@ -17,18 +17,8 @@ import pytest
 
 from sabench.checks import run_check
 from sabench.execute import execute_run
-from sabench.sandbox import get_backend
-from sabench.sandbox.settings import resolve_runtime
 
 pytestmark = pytest.mark.bwrap
-
-
-@pytest.fixture(scope="module")
-def runtime(sandbox_env: Path) -> dict:
-    ok, why = get_backend("bwrap").available()
-    if not ok:
-        pytest.skip(f"bwrap unavailable: {why}")
-    return resolve_runtime({"backend": "bwrap", "python_env": str(sandbox_env)})
 
 
 SQUARE_CHECK = "import m\nassert m.f(3) == 9, 'f is not the square'\nprint('f squares')\n"

@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 
 from sabench.checks import run_check
-from sabench.sandbox import get_backend
-from sabench.sandbox.settings import resolve_runtime
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKS = sorted((REPO / "resources/papers/ridge-gd/checks").glob("ridge-gd-D2-*.py"))
@@ -113,14 +111,6 @@ ATTACKS = {
     "imitates the pass line, then exits 0": FORGE + "os._exit(0)\n",
     "patches numpy, then imitates the pass line": PATCH_NUMPY + FORGE,
 }
-
-
-@pytest.fixture(scope="module")
-def runtime(sandbox_env: Path) -> dict:
-    ok, why = get_backend("bwrap").available()
-    if not ok:
-        pytest.skip(f"bwrap unavailable: {why}")
-    return resolve_runtime({"backend": "bwrap", "python_env": str(sandbox_env)})
 
 
 def outcomes(submission: Path, runtime: dict) -> dict[str, str]:

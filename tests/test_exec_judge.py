@@ -23,7 +23,6 @@ from sabench.execute import snapshot, trace_env
 from sabench.faults import Fault
 from sabench.judges.exec_judge import judge_exec, resolve_exec_settings
 from sabench.sandbox import get_backend
-from sabench.sandbox.settings import resolve_runtime
 
 MODEL = """
 import numpy as np
@@ -214,14 +213,6 @@ def test_no_sandbox_available_is_a_fault(tmp_path: Path, monkeypatch) -> None:
 
 
 # --------------------------------------------------------------------------- in the sandbox
-
-
-@pytest.fixture(scope="module")
-def runtime(sandbox_env: Path) -> dict:
-    ok, why = get_backend("bwrap").available()
-    if not ok:
-        pytest.skip(f"bwrap unavailable: {why}")
-    return resolve_runtime({"backend": "bwrap", "python_env": str(sandbox_env)})
 
 
 @pytest.fixture
