@@ -7,7 +7,7 @@ Each script runs in a submission-like folder through the sandbox Python directly
 no sandbox), once plain and once with the site folder first on PYTHONPATH
 (``sabench.runtrace.install_site``) as ``sabench.execute`` arms it; the best of ``--repeat``
 CPU times (user + system of the child: the machine may be shared, wall times are printed too) of
-each is compared, and under coverage also with ``SABENCH_TRACE_CALLS=0`` (lines only, no calls). The pure-Python loop is the worst case (every line of it is
+each is compared, and under coverage also with calls off (``install_site(calls=False)``: lines only). The pure-Python loop is the worst case (every line of it is
 submission code, a call per iteration); the numpy script is what most submissions spend their time
 in. Prints ``trace_overhead: pure_python=<x>x numpy=<y>x recorder=<name>``.
 """
@@ -89,18 +89,17 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="sabench-trace-bench-") as tmp:
         root = Path(tmp)
-        site = install_site(root / "site")
         sub = root / "submission"
         sub.mkdir()
+        site = install_site(root / "site", root=str(sub), recorder=args.recorder or "")
+        lines_site = install_site(root / "lines", root=str(sub), calls=False)
         (sub / "pure.py").write_text(PURE)
         (sub / "heavy.py").write_text(NUMPY)
         base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LANG": "C.UTF-8"}
         # one BLAS thread: idle BLAS threads spinning on a shared machine swamp the CPU times
         base.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-        traced = {**base, "PYTHONPATH": str(site), "SABENCH_TRACE_ROOT": str(sub)}
-        if args.recorder:
-            traced["SABENCH_TRACE_RECORDER"] = args.recorder
-        lines_only = {**traced, "SABENCH_TRACE_CALLS": "0"}
+        traced = {**base, "PYTHONPATH": str(site)}
+        lines_only = {**base, "PYTHONPATH": str(lines_site)}
         ratios: dict[str, float] = {}
         for name, script in (("pure_python", "pure.py"), ("numpy", "heavy.py")):
             plain = _time(args.python, sub, script, base, args.repeat)

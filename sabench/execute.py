@@ -308,14 +308,14 @@ def _execute_in_sandbox(
         shutil.rmtree(site, ignore_errors=True)
 
 
-def trace_env(backend_name: str, site: Path, workdir: Path) -> dict[str, str]:
-    """The environment that arms the execution trace: the site folder first on PYTHONPATH (its
-    host path for the local backend, which shows no mounts) and the submission's root there."""
+def arm_trace(backend_name: str, site: Path, workdir: Path) -> dict[str, str]:
+    """Install the trace site into ``site`` for a run in ``workdir``; return the environment that
+    arms it: the site folder first on PYTHONPATH (its host path for the local backend, which shows
+    no mounts). The submission's root is written into the site program, not the environment:
+    nothing a run (or a check) sees names a check, and nothing a run sets turns the trace off."""
     local = backend_name == "local"
-    return {
-        "PYTHONPATH": str(site) if local else SITE_TARGET,
-        "SABENCH_TRACE_ROOT": str(Path(workdir).resolve()) if local else SUBMISSION_TARGET,
-    }
+    install_site(site, root=str(Path(workdir).resolve()) if local else SUBMISSION_TARGET)
+    return {"PYTHONPATH": str(site) if local else SITE_TARGET}
 
 
 def _run_traced(
@@ -327,13 +327,13 @@ def _run_traced(
     gpu_ids: list[str],
     site: Path,
 ) -> dict[str, Any]:
-    install_site(site)
+    env = arm_trace(backend.name, site, executed)
     shutil.rmtree(executed / TRACE_DIR, ignore_errors=True)  # never a submission's own
     spec = SandboxSpec(
         command=["bash", REPRODUCE_SCRIPT],
         workdir=executed,
         ro_mounts=[Mount(site, SITE_TARGET)],
-        env=trace_env(backend.name, site, executed),
+        env=env,
         time_limit_s=float(cfg["time_limit_s"]),
         mem_mb=int(cfg["mem_mb"]),
         pids=int(cfg["pids"]),

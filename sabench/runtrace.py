@@ -47,20 +47,26 @@ class RunTrace:
         }
 
 
-def site_program() -> str:
-    """The text of the sitecustomize.py the sandbox runs: the checks' wire encoding, then the
-    trace program (both standard library only)."""
+def site_program(root: str = "/submission", recorder: str = "", calls: bool = True) -> str:
+    """The text of the sitecustomize.py the sandbox runs: the checks' wire encoding, its settings
+    (the submission's ``root``; a forced ``recorder`` and ``calls=False``, lines only, are for
+    benchmarks), then the trace program (both standard library only). Settings live in the
+    program, not the environment, where a run could change them and a detector could read them."""
     wire = (_PROGRAMS / "checks" / "sandbox_wire.py").read_text(encoding="utf-8")
     trace = (_PROGRAMS / "sandbox" / "trace_site.py").read_text(encoding="utf-8")
-    return wire + "\n" + trace
+    settings = {"root": root, "recorder": recorder, "calls": calls}
+    return f"{wire}\n_TRACE_SETTINGS = {settings!r}\n{trace}"
 
 
-def install_site(folder: Path) -> Path:
-    """Write the site folder (``sitecustomize.py``, world-readable) into ``folder``; return it."""
+def install_site(
+    folder: Path, root: str = "/submission", recorder: str = "", calls: bool = True
+) -> Path:
+    """Write the site folder (``sitecustomize.py``, world-readable) into ``folder``; return it.
+    ``root``: where the submission is as the traced processes see it (see :func:`site_program`)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "sitecustomize.py"
-    target.write_text(site_program(), encoding="utf-8")
+    target.write_text(site_program(root, recorder, calls), encoding="utf-8")
     target.chmod(0o644)
     folder.chmod(0o755)
     return folder

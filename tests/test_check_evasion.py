@@ -79,6 +79,28 @@ DETECTORS = {
         "import inspect\n"
         "    return not any(f.filename.endswith('main.py') for f in inspect.stack())\n"
     ),
+    # a frame from outside the submission and the Python installation: the check's, but in the
+    # run also the trace's own (a wrapped call, a hooked import) unless the trace hides it
+    "a foreign frame": (
+        "import inspect, os, sys\n"
+        "    ok = (os.path.dirname(os.path.abspath(__file__)), sys.prefix, sys.base_prefix)\n"
+        "    names = [f.filename for f in inspect.stack()[1:]]\n"
+        "    names = [n for n in names if not n.startswith('<frozen')]\n"
+        "    return any(not os.path.isabs(n) or not n.startswith(ok) for n in names)\n"
+    ),
+}
+#: Tells apart what a sandbox could hide, and must: the two must read the same in run and check.
+HIDDEN = {
+    "environment": (
+        "import os\n"
+        "    keys = ' '.join(os.environ).upper()\n"
+        "    return any(w in keys for w in ('SABENCH', 'CHECK', 'SAU', 'TRACE'))\n"
+    ),
+    "paper or check on disk": (
+        "import glob, os\n"
+        "    found = glob.glob('/paper*') + glob.glob('/sabench*') + glob.glob('/check*')\n"
+        "    return bool(found) or any('check' in n for n in os.listdir('.'))\n"
+    ),
 }
 MAIN = """
 import json
@@ -105,7 +127,8 @@ print("rmse is the paper's")
 
 
 def _switching(detector: str, where: str) -> str:
-    detect = f"def under_check():\n    {DETECTORS[detector]}\n"
+    test = {**DETECTORS, **HIDDEN}[detector]
+    detect = f"def under_check():\n    {test}\n"
     correct = "np.sqrt(np.mean((y - pred) ** 2))"
     drifted = "np.mean(np.abs(y - pred))"
     if where == "module level":
@@ -171,6 +194,18 @@ def test_code_that_switches_under_a_check_is_caught_by_replay(
     assert out.kind == "inconsistent", (detector, where, out.kind, out.detail, out.tail)
     assert f"{drifted:.6g}"[:5] in out.detail, (drifted, out.detail)
     assert "metrics.rmse" in out.detail
+
+
+@pytest.mark.parametrize("where", ["module level", "a dispatcher"])
+@pytest.mark.parametrize("detector", list(HIDDEN))
+def test_what_a_sandbox_can_hide_reads_the_same_in_run_and_check(
+    runtime: dict, tmp_path: Path, detector: str, where: str
+) -> None:
+    """No variable, mount or file tells a check from its run: the code runs its drifted branch
+    in both, and the check fails on it (not "inconsistent": the code did not switch)."""
+    executed = _executed(tmp_path, runtime, _switching(detector, where))
+    out = run_check(RMSE_CHECK, executed, runtime, {"time_limit_s": 30})
+    assert out.kind == "fail", (detector, where, out.kind, out.detail, out.tail)
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ import fake_gpu
 import pytest
 from sandbox_access import assert_outputs_follow, assert_read_and_written, paper_agent_execute
 
+from sabench.agents import run_agent
 from sabench.execute import RECORD_KEYS, execute_run
 from sabench.sandbox import Mount, SandboxSpec, get_backend
 from sabench.sandbox.docker import (
@@ -101,7 +102,7 @@ NORMAL = """set -e
 id -u > uid.txt
 grep -E 'CapEff|NoNewPrivs' /proc/self/status
 python -c 'import numpy, sys; print("numpy", numpy.__version__, sys.executable)'
-cat /paper/paper.md
+test -n "$(ls -A /paper 2>/dev/null)" && echo PAPER-MOUNTED || echo no-paper
 touch /this-root-is-writable 2>/dev/null && echo ROOT-WRITABLE || echo root-read-only
 echo tmp > /tmp/scratch && echo tmp-ok
 echo '{"acc": 0.5, "nested": {"loss": 0.25}}' > results.json
@@ -121,7 +122,7 @@ def test_normal_run_record(engine: Any, tmp_path: Path) -> None:
     assert (executed / "uid.txt").read_text().strip() == "1000"
     assert "CapEff:\t0000000000000000" in log and "NoNewPrivs:\t1" in log
     assert "numpy 2.4.6 /opt/sabench-env/bin/python" in log
-    assert "# The paper" in log and "root-read-only" in log and "tmp-ok" in log
+    assert "no-paper" in log and "root-read-only" in log and "tmp-ok" in log
     assert record["metrics"] == {"acc": 0.5, "nested.loss": 0.25}
     assert record["files_created"] == ["out/model.txt", "results.json", "uid.txt"]
     assert record["files_modified"] == ["data.txt"]
@@ -208,23 +209,24 @@ def test_network_is_unreachable(
     assert re.search(r"^lo$", log, re.MULTILINE) and "eth0" not in log  # loopback only
 
 
-HOSTILE_WRITES = """for target in /paper/new.txt /paper/paper.md /usr/evil /etc/evil /evil /opt/evil \
+HOSTILE_WRITES = """for target in /paper/new.txt /usr/evil /etc/evil /evil /opt/evil \
     /opt/sabench-env/bin/evil /dev/evil /proc/evil; do
   if (echo pwned > "$target") 2>/dev/null; then echo "WROTE $target"; else echo "DENIED $target"; fi
 done
-rm -f /paper/paper.md 2>/dev/null && echo "REMOVED paper" || echo "DENIED rm"
+test -n "$(ls -A /paper 2>/dev/null)" && echo "MOUNTED paper" || echo "DENIED paper"
 mount -t tmpfs x /mnt 2>/dev/null && echo "MOUNTED" || echo "DENIED mount"
 chmod u+s /bin/sh 2>/dev/null && echo "CHMODDED" || echo "DENIED chmod"
 """
 
 
-def test_paper_and_root_are_read_only(engine: Any, tmp_path: Path) -> None:
+def test_root_is_read_only_and_no_paper_is_mounted(engine: Any, tmp_path: Path) -> None:
+    """reproduce.sh needs no paper, so none is shown (a run could read its results off it)."""
     paths = make_run(tmp_path, HOSTILE_WRITES)
     record, log, _ = execute(engine, paths)
     assert record["status"] == "ok", log
-    for bad in ("WROTE", "REMOVED", "MOUNTED", "CHMODDED"):
+    for bad in ("WROTE", "MOUNTED", "CHMODDED"):
         assert bad not in log, log
-    assert log.count("DENIED") == 12
+    assert log.count("DENIED") == 11
     assert (paths["agent_view"] / "paper.md").read_text() == "# The paper\nlr = 0.05\n"
     assert sorted(p.name for p in paths["agent_view"].iterdir()) == ["paper.md"]
 
@@ -434,23 +436,34 @@ def test_uid_1000_reads_the_ingested_paper_and_writes_its_submission(
         assert stat.S_IMODE((out["run"] / "execution.json").stat().st_mode) == 0o600
 
 
-def test_a_paper_the_container_cannot_read_is_a_sandbox_error(engine: Any, tmp_path: Path) -> None:
-    """Not a hollow "ok" (or an agent's "failure") with nothing read: what uid 1000 cannot open
-    and root cannot open up (an immutable file) is the sandbox's fault, named before the run."""
-    paths = make_run(tmp_path, "cat /paper/paper.md > seen.md\n")
+def test_a_paper_the_agent_cannot_read_is_a_sandbox_error(engine: Any, tmp_path: Path) -> None:
+    """Not a hollow "submitted" (or an agent's "failure") with nothing read: what uid 1000 cannot
+    open and root cannot open up (an immutable file) is the sandbox's fault, named before the run.
+    (The agent is the one shown the paper: reproduce.sh is shown none.)"""
+    paths = make_run(tmp_path, "")
     paper = paths["agent_view"] / "paper.md"
     paper.chmod(0o600)
     subprocess.run(["chattr", "+i", str(paper)], check=True)
+    run = paths["submission"].parent
+    spec = {"kind": "command", "command": ["sh", "-c", "cat /paper/paper.md > seen.md"]}
     try:
-        record, log, executed = execute(engine, paths)
+        record = run_agent(
+            "cmd",
+            {**spec, "image": engine.image.ref},
+            "ridge-gd",
+            "0",
+            run / "agent-out",
+            run / "agent.json",
+            REPO,
+            paths["agent_view"],
+            {"backend": engine.name},
+        )
     finally:
         subprocess.run(["chattr", "-i", str(paper)], check=True)
-    assert record["status"] == "sandbox_error", (record, log)
-    assert "(uid 1000 on the host) cannot read /paper/paper.md" in record["message"], record[
-        "message"
-    ]
-    assert "mode 0600, owner 0:0" in record["message"]
-    assert not (executed / "seen.md").exists()
+    assert (record["status"], record.get("fault")) == ("fault", "sandbox_error"), record
+    assert "(uid 1000 on the host) cannot read /paper/paper.md" in record["error"], record
+    assert "mode 0600, owner 0:0" in record["error"]
+    assert not (run / "agent-out" / "seen.md").exists()
 
 
 # --- docker: engine faults, GPUs, isolation settings -------------------------------------------

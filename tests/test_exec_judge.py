@@ -19,7 +19,7 @@ from sabench.checks import (
     tree_digest,
 )
 from sabench.errors import UserError
-from sabench.execute import snapshot, trace_env
+from sabench.execute import arm_trace, snapshot
 from sabench.faults import Fault
 from sabench.judges.exec_judge import judge_exec, resolve_exec_settings
 from sabench.sandbox import get_backend
@@ -337,9 +337,9 @@ assert seen["cwd"] == "/submission", seen
 files = [f for f in seen["files"] if f != "__pycache__"]
 assert files == ["json.py", "look.py", "model.py", "pkg", "results.json", "traceback.py"], seen
 assert seen["mounts"] == [], seen
-run_env = RUN_ENV
-marked = {k: v for k, v in seen["env"].items() if "check" in v or "sabench" in k.lower()}
-assert marked == run_env, (marked, run_env)
+assert seen["env"]["PYTHONPATH"] == RUN_ENV["PYTHONPATH"], seen
+marked = {k: v for k, v in seen["env"].items() if "sabench-check" in v or "sabench" in k.lower()}
+assert marked == {}, marked
 assert not os.path.exists("/paper") and not os.path.exists("/sabench-check")
 os.remove("model.py")
 open("new.txt", "w").write("x")
@@ -347,8 +347,8 @@ open("/tmp/scratch", "w").write("x")
 print("seen")
 """
     # the run's own environment (the trace site), exactly as the execution stage sets it
-    run_env = trace_env("bwrap", executed, Path("/submission"))
-    text = text.replace("RUN_ENV", repr({k: v for k, v in run_env.items() if "SABENCH" in k}))
+    run_env = arm_trace("bwrap", executed.parent / "site", Path("/submission"))
+    text = text.replace("RUN_ENV", repr(run_env))
     before = snapshot(executed)
     out = check(text, executed, runtime)
     assert out.kind == "pass", (out.detail, out.tail)

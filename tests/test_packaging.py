@@ -30,10 +30,18 @@ def declared(requirements: list[str]) -> set[str]:
     return {norm(re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0]) for r in requirements}
 
 
-def third_party_imports(folder: Path) -> dict[str, str]:
-    """Top-level module -> the first file importing it, for every non-stdlib absolute import."""
+#: Modules that run inside the sandbox, with the sandbox's Python (envs/sandbox.txt), not sabench's.
+SANDBOX_SIDE = ("sabench/sandbox/trace_site.py",)
+
+
+def third_party_imports(folder: Path, only: tuple[str, ...] = ()) -> dict[str, str]:
+    """Top-level module -> the first file importing it, for every non-stdlib absolute import
+    (of the files named in ``only``, else of all but the sandbox-side ones)."""
     found: dict[str, str] = {}
     for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if (rel not in only) if only else (rel in SANDBOX_SIDE):
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
@@ -70,6 +78,14 @@ def test_every_import_of_the_package_is_a_dependency() -> None:
     }
     assert not missing, f"imported but not in [project] dependencies: {missing}"
     assert {"litellm", "snakemake", "jinja2", "pyyaml", "pandas", "pyarrow", "docker"} <= runtime
+
+
+def test_sandbox_side_imports_are_in_the_sandbox_environment() -> None:
+    """What runs inside the sandbox imports only the standard library and envs/sandbox.txt."""
+    pinned = {norm(name) for name in lock("envs/sandbox.txt")}
+    imported = third_party_imports(REPO / "sabench", only=SANDBOX_SIDE)
+    assert imported, "the trace site imports coverage: the scan found nothing"
+    assert {norm(m) for m in imported} <= pinned, (imported, pinned)
 
 
 def test_extras() -> None:

@@ -112,8 +112,14 @@ def test_filling_windows_run_from_one_line_above_their_hit_to_four_below(tmp_pat
 def test_priors_move_config_blocks_up(tmp_path: Path) -> None:
     """Of two windows whose words score alike, the one in a config file ranks before the one in
     a function's body; without priors (or without the config prior) the file order stands."""
+    # live code (it runs and its results are returned): dead stores carry no evidence
     body = ["def run(cfg):", *[f"    step{i} = cfg.get('s{i}')" for i in range(40)]]
     body[25] = "    gamma = cfg['discount_factor']"
+    body += [
+        "    return gamma, " + ", ".join(f"step{i}" for i in range(40) if i != 24),
+        "",
+        "run({})",
+    ]
     (tmp_path / "agent.py").write_text("\n".join(body) + "\n")
     (tmp_path / "zz.yaml").write_text(
         "\n".join([*[f"k{i}: {i}" for i in range(30)], "discount_factor: 0.99"]) + "\n"

@@ -272,8 +272,8 @@ def test_wrapping_records_first_calls_and_leaves_the_rest(
     }.items():
         (sub / name).parent.mkdir(parents=True, exist_ok=True)
         (sub / name).write_text(text)
-    site = install_site(tmp_path / "site")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "SABENCH_TRACE_ROOT": str(sub)}
+    site = install_site(tmp_path / "site", root=str(sub))
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
     done = subprocess.run(
         [str(sandbox_env / "bin" / "python"), "main.py"], cwd=sub, env=env, capture_output=True
     )

@@ -158,8 +158,8 @@ def run_check(
     """Run one check in a fresh sandbox on a fresh copy of ``executed``; never raises for what
     the check does. ``runtime`` is resolved (:func:`sabench.sandbox.settings.resolve_runtime`).
     The sandbox is the real run's (same environment, no paper, no check on disk)."""
-    from sabench.execute import fresh_copy, trace_env
-    from sabench.runtrace import SITE_TARGET, TRACE_DIR, install_site
+    from sabench.execute import arm_trace, fresh_copy
+    from sabench.runtrace import SITE_TARGET, TRACE_DIR
     from sabench.sandbox import Mount, SandboxSpec, get_backend
 
     lim = {**DEFAULT_LIMITS, **(limits or {})}
@@ -187,13 +187,14 @@ def run_check(
             sandbox = backend or get_backend(runtime.get("backend", "auto"))
         except Exception as exc:  # a broken backend or env: the judgment is an error, not a crash
             return _sandbox_fault(exc, t0)
-        site = install_site(scratch / "site")
+        site = scratch / "site"
+        env = arm_trace(getattr(sandbox, "name", ""), site, work)
         spec = SandboxSpec(
             command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
             workdir=work,
             # the execution's own trace site and environment: the code under test sees its run's
             ro_mounts=[Mount(site, SITE_TARGET)],
-            env=trace_env(getattr(sandbox, "name", ""), site, work),
+            env=env,
             time_limit_s=float(lim["time_limit_s"]),
             mem_mb=int(lim["mem_mb"]),
             pids=int(lim["pids"]),

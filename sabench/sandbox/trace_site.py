@@ -8,8 +8,8 @@
 import os as _os
 import sys as _sys
 
-_ROOT = _os.environ.get("SABENCH_TRACE_ROOT") or "/submission"
-_ROOT = _os.path.normpath(_ROOT).rstrip("/") or "/"
+_SETTINGS = globals().get("_TRACE_SETTINGS") or {}  # written by install_site, never the env
+_ROOT = _os.path.normpath(_SETTINGS.get("root") or "/submission").rstrip("/") or "/"
 _PREFIX = _ROOT + "/"
 _TRACE_DIR = ".sabench-trace"
 _MAX_CALLS = 2
@@ -18,6 +18,8 @@ _MAX_CALL_BYTES = 4 << 20
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coro, async gen
 _PROFILE_BUDGET = 1000000  # events the __main__ watch sees at most (before 3.12)
 _PENDING_BUDGET = 20000  # events of a script call under way before it is given up
+# this program's frames (a wrapped call's, a hooked import's) get a stdlib file's name (_disguise)
+_STD_FILE = _os.path.join(_os.path.dirname(_os.__file__), "functools.py")
 _FunctionType = type(lambda: None)
 
 
@@ -32,9 +34,8 @@ def _chain_sitecustomize():
         spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
         if spec is None or spec.loader is None:
             return
-        name = "_sabench_chained_sitecustomize"
         module = importlib.util.module_from_spec(spec)
-        _sys.modules[name] = module
+        _sys.modules["_sabench_chained_sitecustomize"] = module
         spec.loader.exec_module(module)
     except BaseException:
         pass
@@ -74,10 +75,8 @@ def _data(x):
 
 def _relpath(filename, cache={}):
     """The path under the root of a code object's file, or None (cached per file name)."""
-    try:
+    if filename in cache:
         return cache[filename]
-    except KeyError:
-        pass
     rel = None
     try:
         path = filename if _os.path.isabs(filename) else _os.path.abspath(filename)
@@ -100,7 +99,7 @@ def _module_name(globals_, rel):
     return name if isinstance(name, str) else None
 
 
-def _is_module_level(code, globals_):
+def _at_module_scope(code, globals_):
     qualname = getattr(code, "co_qualname", None)
     if qualname is not None:
         return "." not in qualname and "<" not in qualname
@@ -125,13 +124,8 @@ class _Recorder:
         """Whether this call of ``code`` is one of the first calls to record (counts it)."""
         n = self.seen.get(code)
         if n is None:
-            rel = _relpath(code.co_filename)
-            ok = (
-                rel is not None
-                and not code.co_flags & _GENERATOR_FLAGS
-                and _is_module_level(code, frame.f_globals)
-            )
-            n = 0 if ok else -1
+            ok = _relpath(code.co_filename) is not None and not code.co_flags & _GENERATOR_FLAGS
+            n = 0 if ok and _at_module_scope(code, frame.f_globals) else -1
         if n < 0 or n >= _MAX_CALLS:
             self.seen[code] = n
             return False
@@ -173,7 +167,7 @@ class _Recorder:
 
     # -- the recorders -------------------------------------------------------------------------
     def start(self):
-        wanted = _os.environ.get("SABENCH_TRACE_RECORDER", "")
+        wanted = _SETTINGS.get("recorder") or ""
         order = [wanted] if wanted else []
         # sys.monitoring stops each line after its first hit: exact and cheaper than a tracer
         order += ["sys.monitoring", "coverage", "settrace"]
@@ -287,7 +281,7 @@ class _Recorder:
         cov.start()
         self.coverage = cov
         self.name = "coverage " + coverage.__version__
-        if _os.environ.get("SABENCH_TRACE_CALLS", "1") != "0":  # "0": lines only (benchmarks)
+        if _SETTINGS.get("calls", True):  # False: lines only (benchmarks)
             self._wrap_calls()
         return True
 
@@ -450,7 +444,7 @@ class _Wrapping:
                 fn.__module__ != name
                 or (filename is not None and code.co_filename != filename)
                 or code.co_flags & _GENERATOR_FLAGS
-                or not _is_module_level(code, namespace)
+                or not _at_module_scope(code, namespace)
                 or _relpath(code.co_filename) is None
             ):
                 continue
@@ -485,7 +479,7 @@ class _Wrapping:
 
         self.handlers[id(fn)] = (wrapper, handle, counter)
         self.wrappers.add(id(wrapper))
-        wrapper.__kwdefaults__ = {"_sabench_call": handle}
+        wrapper.__kwdefaults__ = {"_call": handle}
         return functools.update_wrapper(wrapper, fn)
 
     def count(self, fn):
@@ -501,7 +495,7 @@ class _Wrapping:
         for wrapper, handle, counter in self.handlers.values():
             counter[0] = 0
             wrapper.__code__ = _template.__code__
-            wrapper.__defaults__, wrapper.__kwdefaults__ = None, {"_sabench_call": handle}
+            wrapper.__defaults__, wrapper.__kwdefaults__ = None, {"_call": handle}
 
     def record(self, fn, module, args, kwargs):
         entry = self.enter(fn, module, args, kwargs)
@@ -559,8 +553,8 @@ class _Wrapping:
             return None
 
 
-def _template(*args, _sabench_call=None, **kwargs):  # a wrapper's code until its cap
-    return _sabench_call(args, kwargs)
+def _template(*args, _call=None, **kwargs):  # a wrapper's code until its cap
+    return _call(args, kwargs)
 
 
 class _Finder:
@@ -770,9 +764,7 @@ def _install():
     if recorder.name is None:
         return
     _recorder = recorder
-    import atexit
-
-    atexit.register(_flush)
+    __import__("atexit").register(_flush)
     real_exit = _os._exit
 
     def _exit(status):  # multiprocessing's forked workers end with os._exit: write first
@@ -791,9 +783,17 @@ def _install():
         _os.register_at_fork(after_in_child=in_child)
 
 
+def _disguise(code):  # and the code it defines: see _STD_FILE (docs/checks.md, threat model)
+    consts = tuple(_disguise(c) if type(c) is type(code) else c for c in code.co_consts)
+    return code.replace(co_filename=_STD_FILE, co_consts=consts)
+
+
 try:
-    if _os.environ.get("SABENCH_TRACE", "1") != "0":
-        _install()
+    for _obj in list(globals().values()):
+        for _fn in [_obj, *vars(_obj).values()] if isinstance(_obj, type) else [_obj]:
+            if type(_fn) is _FunctionType and _fn.__module__ == __name__:
+                _fn.__code__ = _disguise(_fn.__code__)
+    _install()
 except BaseException:
     pass
 _chain_sitecustomize()
