@@ -69,6 +69,7 @@ rule report:
     shell:
         f"{PYTHON} -m sabench.report --tables {{input:q}} --out {shlex.quote(result('report'))}"
         f" --results {shlex.quote(R)} --config-hash {CONFIG_HASH} --workers {{threads}}"
+        f" --agents {shlex.quote(SETTINGS.config['agents_file'] or '')}"
         " > {log:q} 2>&1"
 
 

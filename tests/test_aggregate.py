@@ -203,7 +203,7 @@ def test_writes_every_table_with_its_columns(tables: dict, tmp_path: Path) -> No
         path = out / f"{name}.parquet"
         on_disk = pd.read_parquet(path)
         assert list(on_disk.columns[: len(columns)]) == columns, name
-        assert read_parquet_metadata(path)["schema_version"] == "1"
+        assert read_parquet_metadata(path)["schema_version"] == "2"
         assert len(on_disk) == len(tables[name])
     assert not list(out.glob(".*tmp*"))
     assert list(tables["scores_by_agent"].columns) == [
@@ -548,6 +548,10 @@ def test_a_missing_source_is_coverage_not_a_zero(tmp_path: Path) -> None:
     assert row(tables["runs"], agent="A", paper="P2", seed="0")["agent_status"] == "missing_source"
     a = row(tables["scores_by_agent"], agent="A", dimension="overall")
     assert a["n_papers"] == 1 and a["score"] != a_before
+    # summary.md says what it is (nothing to redo), not "fix the cause and run again"
+    text = agg.summary_markdown(tables)
+    assert "1 of them do not exist" in text and "`papers:` list" in text
+    assert "fix the cause" not in text
     # SA-Bench's convention, on request: the empty submission scores 0
     _make_missing_source(root, ("A", "P2", "0"), missing_source="zero")
     zero = agg.aggregate(root, GRID, list(PAPERS), root / "tables")

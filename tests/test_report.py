@@ -73,6 +73,10 @@ def rich_tree(root: Path) -> dict[str, pd.DataFrame]:
         folder = root / "runs" / agent / paper / seed
         (folder / "submission").mkdir(parents=True, exist_ok=True)
         (folder / "submission" / "main.py").write_text(MAIN_PY)
+        (folder / "executed").mkdir(exist_ok=True)  # what the run wrote, cited by a judgment
+        (folder / "executed" / "results.json").write_text(
+            "{\n" + "".join(f'  "k{i}": {i},\n' for i in range(5)) + '  "rmse": 0.549\n}\n'
+        )
         (folder / "execution.log").write_text(
             "".join(f"log line {i}\n" for i in range(100)) + "[sabench] status=ok exit_code=0\n"
         )
@@ -95,7 +99,11 @@ def rich_tree(root: Path) -> dict[str, pd.DataFrame]:
     assert drift.sum() == 1
     judgments.loc[drift, "reasoning"] = "Value mismatch: the paper's 0.05 is 0.5 (main.py:4)."
     judgments["evidence"] = [
-        [{"file": "main.py", "start": 4, "end": 4}, {"file": "gone.py", "start": 1, "end": 2}]
+        [
+            {"file": "main.py", "start": 4, "end": 4},
+            {"file": "gone.py", "start": 1, "end": 2},
+            {"file": "results.json", "start": 7, "end": 7},
+        ]
         if hit
         else ev
         for ev, hit in zip(judgments["evidence"], drift, strict=True)
@@ -251,7 +259,9 @@ def test_run_page_shows_the_drift_beside_the_paper(rich: tuple[Path, Path]) -> N
     assert re.search(r'<span class="ln">4</span>.*lr.*0\.5.*# the paper says 0\.05', a2)
     assert '<span class="tc"># the paper says 0.05</span>' in a2  # highlighted
     assert '<span class="tk">import</span> numpy <span class="tk">as</span> np' in page
-    assert "gone.py:1-2" in a2 and "file not in the submission folder" in a2
+    assert "gone.py:1-2" in a2 and "the run folder keeps no such file" in a2
+    # a file the run wrote (executed/) is shown like the code: no "missing" note
+    assert "results.json:7" in a2 and '"rmse"' in a2 and "0.549" in a2
     assert "judges disagree" in a2
     # execution: status, exit code, metrics, the log's tail (not its head); the transcript
     assert "log line 99" in page and "log line 10\n" not in page

@@ -268,6 +268,8 @@ def test_changing_one_agent_rejudges_only_its_runs(tmp_path: Path) -> None:
     log = snakemake(*grid, f"agents_file={tmp_path / 'agents.yaml'}")
     ran = re.findall(r"^(?:local)?rule (\w+):", log.stdout + log.stderr, re.M)
     assert sorted(ran) == ["aggregate", "all", "judge_batch", "replay", "report"], ran
+    page = (results / "report" / "site" / "agents" / "drifted.html").read_text()
+    assert "the same submissions, described anew" in page  # the configured agents file's
     batch_log = (results / "logs" / "judge" / "ridge-gd.log").read_text()
     outcome = dict(re.findall(r"/(\w+)/ridge-gd/0: static: (\w+)", batch_log))
     assert outcome == {"reference": "cached", "drifted": "judged", "null": "cached"}, batch_log

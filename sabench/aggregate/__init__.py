@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from sabench import scoring, stats
 from sabench.aggregate.read import (
+    NOT_REDONE_CAUSES,
     Run,
     concat_frames,
     incomplete_row,
@@ -420,12 +421,26 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
     if incomplete.empty:
         return []
     n_runs = len(incomplete.drop_duplicates(["agent", "paper", "seed"]))
+    absent = incomplete[incomplete["cause"].isin(NOT_REDONE_CAUSES)]
+    n_absent = len(absent.drop_duplicates(["agent", "paper", "seed"]))
     lines = [
         "### Not complete",
         "",
         f"{n_runs} run(s) of the grid have no current judgments of at least one judge; they are "
-        "left out of every score above. Faults (outside the agent's control) are never scores: "
-        "fix the cause and run the same command again to redo them.",
+        "left out of every score above.",
+    ]
+    if n_absent < n_runs:
+        lines[-1] += (
+            " Faults (outside the agent's control) are never scores: fix the cause and run the "
+            "same command again to redo them."
+        )
+    if n_absent:
+        lines[-1] += (
+            f" {n_absent} of them do not exist: the agent's source has no submission for the "
+            "paper (`missing_source`), which is coverage, not drift, and no rerun makes one; "
+            "scope the agent with a `papers:` list in the agents file to leave them out of the grid."
+        )
+    lines += [
         "",
         "| stage | cause | runs |",
         "|---|---|---|",

@@ -48,12 +48,14 @@ class Sources:
         if key not in self._code:
             folder = self.run_dir(run)
             lines = None
-            if folder is not None:
-                base = (folder / "submission").resolve()
+            # the submission's own file, else one its run wrote (results.json, logs: executed/)
+            for part in ("submission", "executed") if folder is not None else ():
+                base = (folder / part).resolve()
                 path = (base / file).resolve()
                 if path.is_relative_to(base) and path.is_file():
                     text = path.read_bytes().decode("utf-8", errors="replace")
                     lines = highlight_lines(path.name, text)
+                    break
             self._code[key] = lines
         return self._code[key]
 
@@ -75,7 +77,8 @@ class Sources:
         where = f"{ev['file']}:{start}" + (f"-{end}" if end != start else "")
         lines = self.code_lines(run, ev["file"])
         if lines is None:
-            return {"where": where, "lines": [], "note": "file not in the submission folder"}
+            note = "the run folder keeps no such file (the judgment names it; its text is gone)"
+            return {"where": where, "lines": [], "note": note}
         if start > len(lines):
             return {"where": where, "lines": [], "note": f"the file has {len(lines)} lines"}
         last = min(end, len(lines), start + MAX_SPAN_LINES - 1)
