@@ -58,7 +58,7 @@ from sabench.drift import (  # noqa: E402
     drift_summary,
     judge_mutants,
     make_mutants,
-    paper_execution,
+    sandbox_execution,
     scored,
 )
 from sabench.judges.cost import (  # noqa: E402
@@ -94,9 +94,8 @@ def demo_cases(papers: list[str] | None, runtime: dict[str, Any] | None) -> Iter
             continue
         saus = import_paper_saus(paper_dir)
         info = {"agent": "demo-reference", "paper": paper_dir.name, "seed": "0"}
-        with tempfile.TemporaryDirectory(prefix="sabench-drift-paper-") as tmp:
-            run = None if runtime is None else paper_execution(paper_dir, Path(tmp), runtime)
-            yield sub, saus, make_mutants(sub, saus), info, run
+        run = None if runtime is None else sandbox_execution(runtime)
+        yield sub, saus, make_mutants(sub, saus), info, run
 
 
 def sabench_cases(

@@ -169,7 +169,7 @@ def variants(t: dict[str, Any]) -> dict[str, dict[str, str]]:
     }
 
 
-def execute(sub: Path, work: Path, view: Path, time_limit_s: float) -> tuple[dict[str, Any], Path]:
+def execute(sub: Path, work: Path, time_limit_s: float) -> tuple[dict[str, Any], Path]:
     """Run the submission through the project's execute stage (bwrap, the sandbox Python env):
     the execution record (with the lines that ran, where :mod:`sabench.runtrace` exists) and
     the executed copy."""
@@ -183,7 +183,7 @@ def execute(sub: Path, work: Path, view: Path, time_limit_s: float) -> tuple[dic
         "time_limit_s": time_limit_s,
     }
     executed, record_path = work / "executed", work / "execution.json"
-    record = execute_run(sub, executed, view, record_path, work / "execution.log", settings)
+    record = execute_run(sub, executed, record_path, work / "execution.log", settings)
     if record_path.is_file():
         record = json.loads(record_path.read_text())
     return with_lines(record, executed), executed
@@ -228,7 +228,7 @@ def overall(
     tables); one execution serves every judge."""
     opts = opts or {}
     work = sub.parent / f"{sub.name}.run"
-    execution, executed = execute(sub, work, PAPERS / paper, opts.get("run_time_limit_s", 120))
+    execution, executed = execute(sub, work, opts.get("run_time_limit_s", 120))
     out = {}
     for judge in judges:
         try:

@@ -2,7 +2,6 @@ rule execute:
     """Run reproduce.sh on a copy of the submission in a fresh sandbox; every outcome is a status."""
     input:
         submission=ancient(run_file("submission")),
-        # and the paper's agent_view/, beside the run folder (reproduce's input, so made before)
         # rewritten by every agent run: a new submission is executed again
         agent=run_file("agent.json"),
     output:
@@ -25,7 +24,7 @@ rule execute:
         mem_mb=RUNTIME["mem_mb"] + 1024,
     params:
         settings=by_wildcard("agent", EXECUTE_SETTINGS),
-    # the run folder holds the submission; the agent view is beside it (sabench.execute)
+    # the run folder holds the submission (sabench.execute); reproduce.sh is shown no paper
     shell:
         f'{PYTHON} -m sabench.execute --out "$(dirname {{output.record:q}})"'
         f" --settings {{params.settings:q}} --requirements {SANDBOX_REQUIREMENTS} --quiet"

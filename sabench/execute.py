@@ -230,15 +230,12 @@ def _finish(record_path: Path, record: dict[str, Any]) -> dict[str, Any]:
 def execute_run(
     submission: Path,
     executed: Path,
-    agent_view: Path | None,
     record_path: Path,
     log_path: Path,
     settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Copy ``submission`` to ``executed``, run its reproduce.sh sandboxed, write the record.
-
-    ``agent_view`` is accepted and unused: reproduce.sh is not shown the paper (it was at
-    ``/paper`` before execution traces; callers across tests and benchmarks still pass it)."""
+    reproduce.sh is shown no paper: it needs none, and a run could read its results off it."""
     submission, executed = Path(submission), Path(executed)
     record_path, log_path = Path(record_path), Path(log_path)
     cfg = resolve_runtime(settings)
@@ -399,11 +396,6 @@ def main(argv: list[str] | None = None) -> int:
         "submission", type=Path, nargs="?", help="default: --out's submission/ (a run folder)"
     )
     parser.add_argument(
-        "--agent-view",
-        type=Path,
-        help="ignored (reproduce.sh is not shown the paper; accepted for older commands)",
-    )
-    parser.add_argument(
         "--out", type=Path, required=True, help="gets executed/, execution.json/.log"
     )
     parser.add_argument("--settings", type=json_object, default={}, help="runtime settings (JSON)")
@@ -443,7 +435,6 @@ def main(argv: list[str] | None = None) -> int:
         record = execute_run(
             args.submission,
             args.out / "executed",
-            args.agent_view,
             args.out / "execution.json",
             args.out / "execution.log",
             settings,

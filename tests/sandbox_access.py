@@ -62,7 +62,6 @@ def paper_agent_execute(
         execution = execute_run(
             run / "submission",
             run / "executed",
-            papers / "agent_view",
             run / "execution.json",
             run / "execution.log",
             {"time_limit_s": 60, "mem_mb": 512, "output_limit_mb": 64, **runtime},

@@ -187,16 +187,12 @@ def _run(tmp_path: Path, script: str, **settings: object) -> dict:
     sub = tmp_path / "submission"
     sub.mkdir(parents=True)
     (sub / "reproduce.sh").write_text(script)
-    view = tmp_path / "view"
-    view.mkdir()
-    (view / "paper.md").write_text("# P\n")
     sif = tmp_path / "py.sif"
     sif.write_text("fake")
     run = tmp_path / "run"
     return execute_run(
         sub,
         run / "executed",
-        view,
         run / "execution.json",
         run / "execution.log",
         {"backend": "apptainer", "image": str(sif), "time_limit_s": 30, **settings},

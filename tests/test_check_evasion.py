@@ -174,7 +174,6 @@ def _executed(
     record = execute_run(
         submission=sub,
         executed=run / "executed",
-        agent_view=tmp_path / "no-view",
         record_path=run / "execution.json",
         log_path=run / "execution.log",
         settings={**runtime, "time_limit_s": 60},

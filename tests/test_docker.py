@@ -87,7 +87,8 @@ def make_run(tmp_path: Path, script: str, files: dict[str, str] | None = None) -
 def execute(eng: Any, paths: dict[str, Path], **settings: Any) -> tuple[dict[str, Any], str, Path]:
     cfg = {"backend": eng.name, "time_limit_s": 60, "mem_mb": 512, "output_limit_mb": 64}
     cfg.update(settings)
-    record = execute_run(**paths, settings=cfg)
+    run = {k: paths[k] for k in ("submission", "executed", "record_path", "log_path")}
+    record = execute_run(**run, settings=cfg)  # the paper's view is the agent's, not the run's
     return record, paths["log_path"].read_text(errors="replace"), paths["executed"]
 
 
@@ -609,7 +610,7 @@ def test_isolation_override_warns_and_is_recorded(
 def _cli_run(eng: Any, paths: dict[str, Path]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "sabench.execute", str(paths["submission"]),
-         "--agent-view", str(paths["agent_view"]), "--out", str(paths["record_path"].parent),
+         "--out", str(paths["record_path"].parent),
          "--backend", eng.name, "--time-limit-s", "300", "--quiet"],
         cwd=REPO, env={**os.environ, **eng.env()},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

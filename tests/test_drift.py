@@ -247,7 +247,7 @@ def test_executed_mutant_breaking_an_expected_result_is_caught_by_exec(
     """The reference and its mutants run reproduce.sh in the sandbox; a tenfold ``l2_lambda``
     moves the RMSE away from the paper's (drifted), removing the dataset leaves it unreported
     (missing): both drop, decided by the expected result."""
-    from sabench.drift import Mutant, basis_summary, paper_execution
+    from sabench.drift import Mutant, basis_summary, sandbox_execution
 
     sub = REPO / "resources" / "submissions" / "reference" / RIDGE
     saus = import_paper_saus(REPO / "resources" / "papers" / RIDGE)
@@ -265,7 +265,7 @@ def test_executed_mutant_breaking_an_expected_result_is_caught_by_exec(
     )
     removal = [m for m in make_mutants(sub, saus, types=["removal"]) if m.sau_id == RESULT_SAU]
     assert removal, "no removal mutant of the result claim"
-    execution = paper_execution(REPO / "resources" / "papers" / RIDGE, tmp_path / "paper")
+    execution = sandbox_execution()
     assert execution.runtime["network"] == "none" and execution.runtime["backend"] == "bwrap"
     judges = [("exec", {"cache_dir": str(tmp_path / "cache")})]
     rows = judge_mutants(sub, result, [lam, *removal], judges, {"paper": RIDGE}, execution)
@@ -331,13 +331,12 @@ def test_sandbox_faults_are_counted_not_scored(
 
 
 def test_mutants_never_run_unsandboxed_or_networked(tmp_path: Path) -> None:
-    from sabench.drift.execution import paper_execution
+    from sabench.drift.execution import sandbox_execution
     from sabench.errors import UserError
 
-    paper = REPO / "resources" / "papers" / "ridge-gd"
     for bad in ({"backend": "local"}, {"network": "full"}):
         with pytest.raises(UserError, match="sandbox without network"):
-            paper_execution(paper, tmp_path / "w", bad)
+            sandbox_execution(bad)
 
 
 def test_normalisation_mutant_passes_the_input_on(toy: Path) -> None:

@@ -427,11 +427,11 @@ def test_judge_runs_checks_once_then_from_the_cache(
 
 
 @pytest.mark.bwrap
-def test_a_check_passing_on_code_nothing_runs_is_partial(
+def test_a_check_passing_on_code_nothing_runs_is_missing(
     executed: Path, runtime: dict, tmp_path: Path
 ) -> None:
     """The check imports `loss` and it works, but the submission's script never calls it: the
-    claim's code is there, the pipeline does not use it."""
+    claim's code is there, the pipeline does not use it, so it implements nothing."""
     submission = tmp_path / "submission"
     submission.mkdir()
     (submission / "model.py").write_text(MODEL)
@@ -451,7 +451,7 @@ def test_a_check_passing_on_code_nothing_runs_is_partial(
         return row
 
     row = judge()
-    assert (row.verdict, row.score, row.failure_mode) == ("partial", 0.5, "omission")
+    assert (row.verdict, row.score, row.failure_mode) == ("missing", 0.0, "omission")
     assert "loss ok" in row.reasoning and "`loss` (model.py:4)" in row.reasoning, row.reasoning
     (submission / "run.py").write_text(
         run.replace("import stub", "import loss").replace("return 0", "return loss")

@@ -45,7 +45,7 @@ def bwrap_ok() -> None:
 
 
 def make_run(tmp_path: Path, script: str | None, extra: dict[str, str] | None = None) -> dict:
-    """A submission (``script`` as reproduce.sh unless None), an agent view and output paths."""
+    """A submission (``script`` as reproduce.sh unless None) and output paths."""
     sub = tmp_path / "submission"
     sub.mkdir()
     (sub / "data.txt").write_text("original\n")
@@ -54,14 +54,10 @@ def make_run(tmp_path: Path, script: str | None, extra: dict[str, str] | None = 
         (sub / "reproduce.sh").write_text(script)
     for name, text in (extra or {}).items():
         (sub / name).write_text(text)
-    view = tmp_path / "agent_view"
-    view.mkdir()
-    (view / "paper.md").write_text("# Paper\nlr = 0.1\n")
     run = tmp_path / "run"
     return {
         "submission": sub,
         "executed": run / "executed",
-        "agent_view": view,
         "record_path": run / "execution.json",
         "log_path": run / "execution.log",
     }
@@ -251,7 +247,7 @@ def test_cli_prints_the_record(sandbox_env: Path, bwrap_ok: None, tmp_path: Path
     out = tmp_path / "cli"
     done = subprocess.run(
         [sys.executable, "-m", "sabench.execute", str(paths["submission"]),
-         "--agent-view", str(paths["agent_view"]), "--out", str(out), "--backend", "bwrap",
+         "--out", str(out), "--backend", "bwrap",
          "--python-env", str(sandbox_env), "--time-limit-s", "30"],
         capture_output=True, text=True, timeout=60, cwd=REPO,
     )  # fmt: skip

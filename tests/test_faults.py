@@ -139,15 +139,12 @@ def test_a_sandbox_fault_in_execution_is_not_a_failed_reproduction(tmp_path: Pat
     submission = tmp_path / "run" / "submission"
     submission.mkdir(parents=True)
     (submission / "reproduce.sh").write_text("echo hi\n")
-    view = _view(tmp_path)
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "sabench.execute",
             str(submission),
-            "--agent-view",
-            str(view),
             "--out",
             str(tmp_path / "run"),
             "--settings",

@@ -80,14 +80,11 @@ def test_a_reproduction_computes_on_its_gpu_and_is_sampled(
     submission.mkdir()
     (submission / "load.py").write_text(LOAD)
     (submission / "reproduce.sh").write_text("python load.py\n")
-    view = tmp_path / "agent_view"
-    view.mkdir()
-    (view / "paper.md").write_text("# Paper\n")
     run = tmp_path / "run"
     last = GPUS[-1].index
     settings = {"backend": "local", "python_env": cuda_python, "time_limit_s": 120, "gpus": [last]}
     record = execute_run(
-        submission, run / "executed", view, run / "execution.json", run / "execution.log", settings
+        submission, run / "executed", run / "execution.json", run / "execution.log", settings
     )
     log = (run / "execution.log").read_text()
     assert record["status"] == "ok", (record, log[-3000:])

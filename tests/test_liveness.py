@@ -357,6 +357,32 @@ def test_a_helper_that_zeroes_on_the_paths_that_ran_makes_the_formula_text(
     assert _judge(tmp_path, claim, "D2", {"lines_run": {"metrics.py": every}}).verdict == "aligned"
 
 
+def test_a_run_that_did_not_complete_shows_the_branches_it_went_past(tmp_path: Path) -> None:
+    """A failed run's record says nothing of code it never reached or stopped in, but a branch
+    whose statement ran while control went on past it, and a handler beside a body that ran to
+    its end, never ran in any of its calls: the helper handing the value back is not there."""
+    claim, name, args, expr = FORMULAS[0]
+    body = f"\n\ndef {name}({args}):\n    value = {expr}\n    return _same_shape(value, 0.597)\n"
+    text = "import numpy as np\n" + SAME_SHAPE + body + MAIN.format(call=f"{name}(1, 1)")
+    (tmp_path / "metrics.py").write_text(text)
+    lines = text.splitlines()
+    gone = ("return {k", "return type(value)")
+    ran = [i for i, ln in enumerate(lines, 1) if ln.strip() != "return value"]
+    ran = [i for i in ran if not lines[i - 1].strip().startswith(gone)]
+    failed = {"status": "failed", "lines_run": {"metrics.py": ran}}
+    j = _judge(tmp_path, claim, "D2", failed)
+    assert j.verdict not in ("aligned", "drifted") and _score(j) < 0.5, j.reasoning
+    # the run stopped inside the helper (nothing after its `try` ran): no evidence of the handler
+    stopped = [i for i in ran if i < lines.index("    try:") + 2]
+    stopped += [i for i, ln in enumerate(lines, 1) if ln.startswith("    value = ")]
+    j = _judge(tmp_path, claim, "D2", {"status": "failed", "lines_run": {"metrics.py": stopped}})
+    assert j.verdict == "aligned", j.reasoning
+    # nor of a function it never reached
+    unreached = [i for i, ln in enumerate(lines, 1) if i <= 3 or ln.startswith("def ")]
+    j = _judge(tmp_path, claim, "D2", {"status": "failed", "lines_run": {"metrics.py": unreached}})
+    assert j.verdict == "aligned", j.reasoning
+
+
 def test_a_call_reads_only_the_arguments_that_reach_the_functions_result() -> None:
     src = (
         "def pick(a, b):\n    return a * 0 + b\n\n\n"  # 1-2: a reaches nothing

@@ -110,7 +110,6 @@ def _run(tmp_path: Path, env: Path, backend: str) -> tuple[dict, Path]:
     record = execute_run(
         sub,
         run / "executed",
-        None,
         run / "execution.json",
         run / "execution.log",
         {"backend": backend, "python_env": env, "time_limit_s": 60, "mem_mb": 1024},

@@ -64,7 +64,7 @@ from sabench.drift.evaluate import (
     main,
     scored,
 )
-from sabench.drift.execution import DRIFT_RUNTIME, Execution, paper_execution
+from sabench.drift.execution import DRIFT_RUNTIME, Execution, sandbox_execution
 from sabench.drift.make import make_mutants
 from sabench.drift.mutants import DRIFT_TYPES, Mutant, Submission
 from sabench.drift.normalisation import normalisation_mutant
@@ -105,8 +105,8 @@ __all__ = [
     "make_mutants",
     "normalisation_mutant",
     "operator_mutant",
-    "paper_execution",
     "removal_mutant",
+    "sandbox_execution",
     "scored",
     "split_mutant",
     "stub_mutant",

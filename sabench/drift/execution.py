@@ -33,10 +33,9 @@ DRIFT_RUNTIME: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class Execution:
-    """How one paper's submissions are executed: the agent's view of the paper and the sandbox
-    settings (also given to the judges that run code, so checks use the same sandbox)."""
+    """How the mutants are executed: the sandbox settings (also given to the judges that run
+    code, so checks use the same sandbox)."""
 
-    agent_view: Path
     runtime: dict[str, Any] = field(default_factory=dict)
 
     def run(self, run_dir: Path) -> dict[str, Any]:
@@ -47,7 +46,6 @@ class Execution:
         record = execute_run(
             run_dir / "submission",
             run_dir / "executed",
-            self.agent_view,
             run_dir / "execution.json",
             run_dir / "execution.log",
             self.runtime,
@@ -57,18 +55,12 @@ class Execution:
         return record
 
 
-def paper_execution(
-    paper_dir: Path, work: Path, runtime: Mapping[str, Any] | None = None
-) -> Execution:
-    """Stage the paper's agent view under ``work`` (as the ingest step does) and resolve the
-    sandbox settings (:data:`DRIFT_RUNTIME`, then ``runtime``; the sandbox Python env by default),
-    so a broken configuration is a user error before any mutant runs."""
-    from sabench.ingest import ingest_paper
+def sandbox_execution(runtime: Mapping[str, Any] | None = None) -> Execution:
+    """Resolve the sandbox settings of the mutants' executions (:data:`DRIFT_RUNTIME`, then
+    ``runtime``; the sandbox Python env by default), so a broken configuration is a user error
+    before any mutant runs. reproduce.sh is shown no paper, as in the workflow."""
     from sabench.sandbox.settings import default_python_env, resolve_runtime
 
-    paper_dir, work = Path(paper_dir), Path(work)
-    view = work / "agent_view"
-    ingest_paper(paper_dir, work / "paper.md", work / "paper.json", view)
     given = {**DRIFT_RUNTIME, **(runtime or {})}
     if given.get("backend") == "local" or given.get("network", "none") != "none":
         from sabench.errors import UserError
@@ -81,4 +73,4 @@ def paper_execution(
         )
     given["python_env"] = given.get("python_env") or default_python_env()
     resolve_runtime(given)  # raises UserError naming the runtime key at fault
-    return Execution(view, given)
+    return Execution(given)

@@ -4,10 +4,10 @@ It judges only the SAUs that carry a ``check`` (a Python program run against the
 submission, see :mod:`sabench.checks`) or an ``expected`` result (matched against the metrics the
 execution captured); every other SAU gets no row from it.
 
-* check: pass -> aligned, but partial (0.5, omission) when a function or class the check imports
-  is one that the submission's own run never ran (its trace, ``execution["lines_run"]``; without
-  one, :meth:`sabench.index.CodeIndex.dead_definition`: nothing reaches it): the code works, the
-  pipeline does not use it; the code under test ending or hanging the check -> drifted
+* check: pass -> aligned, but missing (omission) when a function or class the check imports is
+  one that the submission's own run never ran (its trace, ``execution["lines_run"]``; without
+  one, :meth:`sabench.index.CodeIndex.dead_definition`: nothing reaches it): code the run never
+  uses implements nothing, however well it works; the code under test ending or hanging the check -> drifted
   (crashed_under_check); a function the check used returning, on its own run's inputs, what it
   did not return there, or the check running a function the completed run never ran (reached
   through code the run did run) -> drifted (check_dependent); fail -> drifted (implementation_mismatch); a stub raising
@@ -80,7 +80,7 @@ VERDICT = {
     "placeholder": "placeholder",
     "missing": "missing",
     "error": "error",
-    "unused": "partial",
+    "unused": "missing",
 }
 #: Outcomes whose failure mode is their own, not their verdict's.
 OUTCOME_FAILURE_MODE = {"crash": CRASHED, "inconsistent": CHECK_DEPENDENT}
@@ -88,10 +88,7 @@ FAILURE_MODE = {
     "drifted": "implementation_mismatch",
     "placeholder": "placeholder",
     "missing": "omission",
-    "partial": "omission",
 }
-#: The score of a check that passed on code nothing runs.
-UNUSED_SCORE = 0.5
 #: Which part decides an SAU with both a check and expected results (first wins).
 _PRECEDENCE = ("inconsistent", "crash", "fail", "placeholder", "missing", "error", "unused", "pass")
 
@@ -243,7 +240,7 @@ def _after_pass(
 ) -> Outcome:
     """A pass on code the run's own execution never ran: ``inconsistent`` when the check reached
     it through code the run did run (it is there only for checks), ``unused`` when the check
-    called it by name (the code works, the pipeline does not use it)."""
+    called it by name (the code works; the pipeline does not use it, so it implements nothing)."""
     # a run that did not complete left code unrun that a complete run would have run
     ok = (execution or {}).get("status") == "ok"
     lines_run = (execution or {}).get("lines_run") if ok else None
@@ -259,7 +256,8 @@ def _after_pass(
     if unused:
         note = (
             f"{outcome.detail}; but nothing in the submission runs"
-            f" {', '.join(unused)}: the code works, the pipeline does not use it"
+            f" {', '.join(unused)}: the code works, but the run never uses it, so it implements"
+            " nothing"
         )
         return dataclasses.replace(outcome, kind="unused", detail=note)
     return outcome
@@ -395,7 +393,7 @@ def judge_exec(
                 sau_id=str(sau["sau_id"]),
                 dimension=str(sau["dimension"]),
                 verdict=verdict,
-                score=UNUSED_SCORE if verdict == "partial" else None,
+                score=None,  # the verdict's
                 failure_mode=mode,
                 evidence=evidence,
                 reasoning=reasoning,

@@ -18,8 +18,8 @@ _MAX_CALL_BYTES = 4 << 20
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x100 | 0x200  # generator, coroutine, iterable coro, async gen
 _PROFILE_BUDGET = 1000000  # events the __main__ watch sees at most (before 3.12)
 _PENDING_BUDGET = 20000  # events of a script call under way before it is given up
-# this program's frames (a wrapped call's, a hooked import's) get a stdlib file's name (_disguise)
-_STD_FILE = _os.path.join(_os.path.dirname(_os.__file__), "functools.py")
+# this program's frames (a wrapped call's, a hooked import's) get a file name in the stdlib's folder
+_STD_FILE = _os.path.join(_os.path.dirname(_os.__file__), "_trace_site.py")
 _FunctionType = type(lambda: None)
 
 

@@ -29,6 +29,18 @@ def lines_run(execution: dict[str, Any] | None) -> dict[str, set[int]] | None:
     left code unrun that a complete run runs: that is no evidence against the code)."""
     if not execution or execution.get("status", "ok") != "ok":
         return None
+    return _recorded(execution)
+
+
+def lines_of_incomplete_run(execution: dict[str, Any] | None) -> dict[str, set[int]] | None:
+    """The lines of a run that did not complete (failed, timed out): evidence only of the
+    branches it went past (:func:`passed_by`), never of code it did not reach."""
+    if not execution or execution.get("status", "ok") == "ok":
+        return None
+    return _recorded(execution)
+
+
+def _recorded(execution: dict[str, Any]) -> dict[str, set[int]] | None:
     ran = execution.get("lines_run")
     if not isinstance(ran, dict):
         return None
@@ -79,6 +91,46 @@ def unexecuted_lines(tree: ast.Module, ran: set[int]) -> set[int]:
     return out
 
 
+def passed_by(tree: ast.Module, ran: set[int]) -> set[int]:
+    """The ids of the statements of branches a run went past: a block of a compound statement
+    whose header ran, of which nothing ran, while a later statement of the same block did (so
+    control passed there, in every call the run made), and an exception handler that never ran
+    beside a body that ran to its end. What a run never reached, or stopped in, keeps its unrun
+    lines; a definition's body is a branch of its calls, not of the definition."""
+    out: set[int] = set()
+
+    def ran_any(n: ast.stmt) -> bool:
+        return any(ln in ran for ln in statement_span(n)) or any(map(ran_any, child_statements(n)))
+
+    def skip(stmts: list[ast.stmt], past: bool) -> None:
+        if past and stmts and not any(map(ran_any, stmts)):
+            out.update(id(x) for c in stmts for x in ast.walk(c) if isinstance(x, ast.stmt))
+        else:
+            visit(stmts)
+
+    def visit(block: list[ast.stmt]) -> None:
+        for i, n in enumerate(block):
+            later = any(map(ran_any, block[i + 1 :]))
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                visit(n.body)
+            elif isinstance(n, ast.Try | getattr(ast, "TryStar", ast.Try)):
+                # a handler is gone past when the body ran to its end, or on to what follows
+                done = ran_any(n.body[-1]) or (any(map(ran_any, n.body)) and later)
+                for sub in (n.body, n.orelse, n.finalbody):
+                    visit(sub)
+                for h in n.handlers:
+                    skip(h.body, done)
+            else:
+                past = any(ln in ran for ln in statement_span(n)) and later
+                for sub in [getattr(n, f, None) for f in ("body", "orelse")]:
+                    skip([c for c in sub or () if isinstance(c, ast.stmt)], past)
+                for case in getattr(n, "cases", ()):
+                    skip(case.body, past)
+
+    visit(tree.body)
+    return out
+
+
 def unrun_statements(tree: ast.Module, ran: set[int]) -> set[int]:
     """The ids of the statements that did nothing in the recorded run: neither their own lines
     nor any statement they hold ran (bare strings are left to the index)."""
@@ -105,9 +157,11 @@ def executed_index(index: CodeIndex, execution: dict[str, Any] | None) -> CodeIn
     reach nothing in the whole submission (what did not run left out) as text. A Python code
     file the record does not name never ran."""
     ran = lines_run(execution)
+    partial = lines_of_incomplete_run(execution) or {}
     not_run: set[tuple[int, int]] = set()
     trees: dict[str, ast.Module] = {}
     fids: dict[str, int] = {}
+    skipped: dict[str, set[int]] = {}  # of a run that did not complete: branches it went past
     for fid, sf in enumerate(index.files):
         if sf.kind != CODE or sf.language != "python" or not sf.lines:
             continue
@@ -121,10 +175,16 @@ def executed_index(index: CodeIndex, execution: dict[str, Any] | None) -> CodeIn
         trees[sf.path], fids[sf.path] = parsed[0], fid
         if lines:
             not_run.update((fid, ln) for ln in unexecuted_lines(parsed[0], lines))
+        elif partial.get(sf.path):
+            skipped[sf.path] = passed_by(parsed[0], partial[sf.path])
+            lines_past = statement_lines(parsed[0], skipped[sf.path])
+            not_run.update((fid, ln) for ln in lines_past)
     inert: set[tuple[int, int]] = set()
     unread: set[str] = set()
     with contextlib.suppress(RecursionError):
         skips = None if ran is None else {p: unrun_statements(t, ran[p]) for p, t in trees.items()}
+        if skips is None and skipped:
+            skips = {p: skipped.get(p, set()) for p in trees}
         dropped: dict[str, list[ast.AST]] = {}
         found = inert_in_submission(trees, skips, dropped)
         kept: set[str] = set()
