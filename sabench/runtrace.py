@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +30,15 @@ _PROGRAMS = Path(__file__).resolve().parent
 @dataclass(frozen=True)
 class RunTrace:
     """What a run's Python processes recorded, merged: lines per file (paths relative to the
-    submission), calls in file order, the recorder(s) and how many process files were read."""
+    submission), calls in file order, the recorder(s) and how many process files were read;
+    ``raised``: per file, the lines an uncaught exception that ended a process was raised through
+    (statements that did not complete)."""
 
     lines: dict[str, frozenset[int]]
     calls: tuple[dict[str, Any], ...]
     recorder: str
     processes: int
+    raised: dict[str, frozenset[int]] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The execution record's ``trace`` key."""
@@ -92,6 +95,7 @@ def read_trace(executed: Path) -> RunTrace | None:
     if not folder.is_dir():
         return None
     lines: dict[str, set[int]] = {}
+    raised: dict[str, set[int]] = {}
     calls: list[dict[str, Any]] = []
     recorders: set[str] = set()
     processes = 0
@@ -115,6 +119,9 @@ def read_trace(executed: Path) -> RunTrace | None:
         recorders.add(str(data.get("recorder") or "unknown"))
         for rel, nums in found.items():
             lines.setdefault(os.path.normpath(rel), set()).update(nums)
+        for frame in data.get("raised") or []:
+            if isinstance(frame, list) and len(frame) == 2 and isinstance(frame[1], int):
+                raised.setdefault(os.path.normpath(str(frame[0])), set()).add(frame[1])
         calls += [
             c
             for c in got_calls
@@ -125,18 +132,23 @@ def read_trace(executed: Path) -> RunTrace | None:
         calls=tuple(calls),
         recorder=", ".join(sorted(recorders)),
         processes=processes,
+        raised={rel: frozenset(nums) for rel, nums in sorted(raised.items())},
     )
 
 
 def with_lines(execution: dict[str, Any] | None, executed: Path) -> dict[str, Any] | None:
-    """``execution`` with ``lines_run`` ({relpath: sorted lines}) when the run left a trace; the
+    """``execution`` with ``lines_run`` ({relpath: sorted lines}) when the run left a trace, and
+    ``lines_raised`` (the same shape) when an uncaught exception ended one of its processes; the
     record unchanged otherwise (and None stays None)."""
     if execution is None:
         return None
     trace = read_trace(executed)
     if trace is None:
         return execution
-    return {**execution, "lines_run": {rel: sorted(nums) for rel, nums in trace.lines.items()}}
+    out = {**execution, "lines_run": {rel: sorted(nums) for rel, nums in trace.lines.items()}}
+    if trace.raised:
+        out["lines_raised"] = {rel: sorted(nums) for rel, nums in trace.raised.items()}
+    return out
 
 
 __all__ = [

@@ -383,6 +383,29 @@ def test_a_run_that_did_not_complete_shows_the_branches_it_went_past(tmp_path: P
     assert j.verdict == "aligned", j.reasoning
 
 
+def test_a_result_taken_only_by_the_statement_that_crashed_the_run_reaches_nothing(
+    tmp_path: Path,
+) -> None:
+    """The run's uncaught exception went through ``rng.choice(3, p=probs)``: the statement never
+    completed, so ``probs`` reached nothing, however live the code reads."""
+    text = (
+        "import numpy as np\n\n\ndef seed(d2, rng):\n    probs = d2 / np.sum(d2)\n"
+        "    first = rng.choice(3, p=probs)\n    return first\n\n\n"
+        "print(seed(np.zeros(3), np.random.default_rng(0)))\n"
+    )
+    (tmp_path / "kmeans.py").write_text(text)
+    claim = "Each centroid is drawn with probability `d2 / sum(d2)`."
+    ran = [1, 4, 5, 6, 10]
+    failed = {"status": "failed", "lines_run": {"kmeans.py": ran}}
+    assert _judge(tmp_path, claim, "D2", failed).verdict == "aligned"  # where it crashed: unknown
+    crashed = {**failed, "lines_raised": {"kmeans.py": [6, 10]}}
+    j = _judge(tmp_path, claim, "D2", crashed)
+    assert j.verdict not in ("aligned", "drifted") and _score(j) < 0.5, j.reasoning
+    # a run that completed raised nothing that ended it: the key means nothing there
+    ok = {"status": "ok", "lines_run": {"kmeans.py": [*ran, 7]}, "lines_raised": {"kmeans.py": [6]}}
+    assert _judge(tmp_path, claim, "D2", ok).verdict == "aligned"
+
+
 def test_a_call_reads_only_the_arguments_that_reach_the_functions_result() -> None:
     src = (
         "def pick(a, b):\n    return a * 0 + b\n\n\n"  # 1-2: a reaches nothing

@@ -185,6 +185,40 @@ def test_local_backend_traces_the_workdir(sandbox_env: Path, tmp_path: Path) -> 
     assert all(not rel.startswith("/") for rel in trace.lines)
 
 
+def test_an_uncaught_exception_records_the_statements_it_ended(
+    sandbox_env: Path, tmp_path: Path
+) -> None:
+    """The frames the exception went through, in the submission's files: statements that ran but
+    never completed (a failed run's judge reads what only they take as reaching nothing)."""
+    sub = tmp_path / "submission"
+    (sub / "pkg").mkdir(parents=True)
+    (sub / "pkg" / "__init__.py").write_text("")
+    (sub / "pkg" / "seed.py").write_text(
+        "import numpy as np\n\n\ndef pick(rng, p):\n    return rng.choice(3, p=p)\n"
+    )
+    (sub / "main.py").write_text(
+        "import numpy as np\nfrom pkg.seed import pick\n\n\ndef main():\n"
+        "    probs = np.array([0.5, 0.5, np.nan])\n    chosen = pick(np.random.default_rng(0), probs)\n"
+        "    print(chosen)\n\n\nmain()\n"
+    )
+    (sub / "reproduce.sh").write_text("python main.py\n")
+    run = tmp_path / "run"
+    record = execute_run(
+        sub,
+        run / "executed",
+        run / "execution.json",
+        run / "execution.log",
+        {"backend": "bwrap", "python_env": sandbox_env, "time_limit_s": 60, "mem_mb": 1024},
+    )
+    assert record["status"] == "failed", record
+    trace = read_trace(run / "executed")
+    assert trace is not None
+    assert trace.raised == {"main.py": frozenset({7, 11}), "pkg/seed.py": frozenset({5})}
+    seen = with_lines(record, run / "executed")
+    assert seen["lines_raised"] == {"main.py": [7, 11], "pkg/seed.py": [5]}
+    assert 8 not in seen["lines_run"]["main.py"]  # the print after it never ran
+
+
 # --- wrapping (Python < 3.12 records calls by wrapping functions, not sys.setprofile) -----------
 
 LIB = """import functools

@@ -364,7 +364,11 @@ class _Recorder:
         self.written = True
         import json
 
-        lines = self.collect_lines()
+        lines, raised, tb = self.collect_lines(), [], getattr(_sys, "last_traceback", None)
+        while tb is not None:  # the frames of an uncaught exception that ended the process
+            rel = _relpath(tb.tb_frame.f_code.co_filename)
+            raised += [[rel, tb.tb_lineno]] if rel else []
+            tb = tb.tb_next
         if not lines and not self.calls:
             return
         record = {
@@ -374,6 +378,7 @@ class _Recorder:
             "argv0": str(_sys.argv[0]) if getattr(_sys, "argv", None) else "",
             "lines": lines,
             "calls": self.calls,
+            "raised": raised,
         }
         folder = _os.path.join(_ROOT, _TRACE_DIR)
         _os.makedirs(folder, exist_ok=True)
@@ -389,17 +394,9 @@ class _Recorder:
 
 
 class _Wrapping:
-    """Records calls before 3.12 by wrapping functions (sys.setprofile cost 3x on a tight loop).
-
-    A sys.meta_path finder gives the loader of every module under the root an ``exec_module``
-    that, once the module has run, replaces each of its module-level plain functions (not a
-    generator, not decorated into something else) with a recording wrapper (functools.wraps: same
-    name, qualname, doc, ``__wrapped__``; pickles by name). After its first _MAX_CALLS calls a
-    wrapper costs one check and one call. The ``__main__`` script defines its functions while it
-    runs, so a profile function watches only until the script's body is past its last ``def``:
-    it wraps them at the first event after their definition and records a call already under way
-    itself, giving it up (and switching off) after _PROFILE_BUDGET events.
-    """
+    """Records calls before 3.12 by wrapping functions, each module's once it has run; the
+    ``__main__`` script's by a profile function that watches it until past its last ``def``
+    (docs/architecture.md, "The execution trace")."""
 
     def __init__(self, recorder):
         self.rec = recorder

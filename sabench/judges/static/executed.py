@@ -40,8 +40,16 @@ def lines_of_incomplete_run(execution: dict[str, Any] | None) -> dict[str, set[i
     return _recorded(execution)
 
 
-def _recorded(execution: dict[str, Any]) -> dict[str, set[int]] | None:
-    ran = execution.get("lines_run")
+def lines_raised(execution: dict[str, Any] | None) -> dict[str, set[int]]:
+    """The lines an uncaught exception that ended a process of a run that did not complete was
+    raised through: statements that never completed, so what only they take reaches nothing."""
+    if not execution or execution.get("status", "ok") == "ok":
+        return {}
+    return _recorded(execution, "lines_raised") or {}
+
+
+def _recorded(execution: dict[str, Any], key: str = "lines_run") -> dict[str, set[int]] | None:
+    ran = execution.get(key)
     if not isinstance(ran, dict):
         return None
     out: dict[str, set[int]] = {}
@@ -131,6 +139,16 @@ def passed_by(tree: ast.Module, ran: set[int]) -> set[int]:
     return out
 
 
+def unfinished(tree: ast.Module, raised: set[int]) -> set[int]:
+    """The ids of the innermost statements holding the ``raised`` lines (a compound statement's
+    header only): the run's uncaught exception went through them, so they never completed."""
+    out: set[int] = set()
+    for n, _ in _statements(tree) if raised else ():
+        if set(statement_span(n)) & raised:
+            out.add(id(n))
+    return out
+
+
 def unrun_statements(tree: ast.Module, ran: set[int]) -> set[int]:
     """The ids of the statements that did nothing in the recorded run: neither their own lines
     nor any statement they hold ran (bare strings are left to the index)."""
@@ -158,6 +176,7 @@ def executed_index(index: CodeIndex, execution: dict[str, Any] | None) -> CodeIn
     file the record does not name never ran."""
     ran = lines_run(execution)
     partial = lines_of_incomplete_run(execution) or {}
+    raised = lines_raised(execution)
     not_run: set[tuple[int, int]] = set()
     trees: dict[str, ast.Module] = {}
     fids: dict[str, int] = {}
@@ -179,6 +198,8 @@ def executed_index(index: CodeIndex, execution: dict[str, Any] | None) -> CodeIn
             skipped[sf.path] = passed_by(parsed[0], partial[sf.path])
             lines_past = statement_lines(parsed[0], skipped[sf.path])
             not_run.update((fid, ln) for ln in lines_past)
+            # the statements an exception ended the run through: ran, but took effect nowhere
+            skipped[sf.path] |= unfinished(parsed[0], raised.get(sf.path, set()))
     inert: set[tuple[int, int]] = set()
     unread: set[str] = set()
     with contextlib.suppress(RecursionError):
