@@ -195,6 +195,22 @@ def test_code_that_switches_under_a_check_is_caught_by_replay(
     assert "metrics.rmse" in out.detail
 
 
+def test_a_module_hanging_as_the_check_replays_its_run_is_drifted(
+    runtime: dict, tmp_path: Path
+) -> None:
+    """Replay imports the module first: hanging there is the code's doing (the check would import
+    it too), not a slow recorded call (those are the check's ``error``)."""
+    metrics = (
+        "import sys\nimport numpy as np\nif sys.argv[:1] == ['-c']:\n    import time\n"
+        "    time.sleep(10 ** 6)\n\n\ndef rmse(y, pred):\n"
+        "    return np.sqrt(np.mean((y - pred) ** 2))\n"
+    )
+    executed = _executed(tmp_path, runtime, metrics)
+    out = run_check(RMSE_CHECK, executed, runtime, {"time_limit_s": 10})
+    assert out.kind == "crash", (out.kind, out.detail, out.tail)
+    assert "did not return within 10 s" in out.detail
+
+
 @pytest.mark.parametrize("where", ["module level", "a dispatcher"])
 @pytest.mark.parametrize("detector", list(HIDDEN))
 def test_what_a_sandbox_can_hide_reads_the_same_in_run_and_check(

@@ -533,7 +533,9 @@ def replay(targets):
         if not used or time.monotonic() > budget:
             continue
         try:
+            STATE["phase"] = "import"  # a module that hangs as it imports: the check's import too
             fn = getattr(importlib.import_module(module), used[0])
+            STATE["phase"] = "replay"
             args, kwargs = bind(fn, call)
             recorded = decode(call["result"], not_data)
             first = fn(*args, **kwargs)
@@ -587,7 +589,7 @@ def watchdog():
     deadline = time.monotonic() + TIME_LIMIT - max(2.0, 0.1 * TIME_LIMIT)
     while time.monotonic() < deadline:
         time.sleep(0.2)
-    if STATE["waiting"] and STATE["phase"] == "replay":
+    if STATE["waiting"] and STATE["phase"] == "replay":  # a recorded call may be slow, honestly
         report("error", "replaying the run's calls took the check's whole time limit")
     if STATE["waiting"]:
         report("crash", "the code under test did not return within %g s: it hangs (or is too "
