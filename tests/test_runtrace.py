@@ -104,8 +104,10 @@ def _submission(root: Path) -> Path:
     return sub
 
 
-def _run(tmp_path: Path, env: Path, backend: str) -> tuple[dict, Path]:
-    sub = _submission(tmp_path)
+def _run(
+    tmp_path: Path, env: Path, backend: str, sub: Path | None = None, status: str = "ok"
+) -> tuple[dict, Path]:
+    sub = sub or _submission(tmp_path)
     run = tmp_path / "run"
     record = execute_run(
         sub,
@@ -114,7 +116,7 @@ def _run(tmp_path: Path, env: Path, backend: str) -> tuple[dict, Path]:
         run / "execution.log",
         {"backend": backend, "python_env": env, "time_limit_s": 60, "mem_mb": 1024},
     )
-    assert record["status"] == "ok", (record, (run / "execution.log").read_text())
+    assert record["status"] == status, (record, (run / "execution.log").read_text())
     return record, run / "executed"
 
 
@@ -202,19 +204,11 @@ def test_an_uncaught_exception_records_the_statements_it_ended(
         "    print(chosen)\n\n\nmain()\n"
     )
     (sub / "reproduce.sh").write_text("python main.py\n")
-    run = tmp_path / "run"
-    record = execute_run(
-        sub,
-        run / "executed",
-        run / "execution.json",
-        run / "execution.log",
-        {"backend": "bwrap", "python_env": sandbox_env, "time_limit_s": 60, "mem_mb": 1024},
-    )
-    assert record["status"] == "failed", record
-    trace = read_trace(run / "executed")
+    record, executed = _run(tmp_path, sandbox_env, "bwrap", sub, status="failed")
+    trace = read_trace(executed)
     assert trace is not None
     assert trace.raised == {"main.py": frozenset({7, 11}), "pkg/seed.py": frozenset({5})}
-    seen = with_lines(record, run / "executed")
+    seen = with_lines(record, executed)
     assert seen["lines_raised"] == {"main.py": [7, 11], "pkg/seed.py": [5]}
     assert 8 not in seen["lines_run"]["main.py"]  # the print after it never ran
 
