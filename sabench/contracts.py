@@ -76,6 +76,8 @@ JUDGMENT_COLUMNS = (
     "failure_mode",
     "evidence",
     "reasoning",
+    "confidence",
+    "decided_by",
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",
@@ -107,6 +109,11 @@ class Judgment:
     failure_mode: str | None = None
     evidence: list[Evidence] = field(default_factory=list)
     reasoning: str = ""
+    #: how sure the judge is of the verdict, in [0, 1]; None where the judge does not say (the
+    #: static judge's is calibrated against SA-Bench's verdicts: judges/static/confidence.py)
+    confidence: float | None = None
+    #: the judge that gave the verdict, where a judge delegates (cascade: static or llm:<model>)
+    decided_by: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0

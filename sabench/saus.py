@@ -2,7 +2,9 @@
 
 Sources, all found in the paper folder and imported together (ids must stay unique):
 - ``saus.yaml`` / ``saus.yml`` / ``saus.json``: our curated format (``schemas/saus.schema.yaml``);
-  a ``saus.json`` shaped like SA-Bench's release is read as SA-Bench;
+  a ``saus.json`` shaped like SA-Bench's release is read as SA-Bench. An SAU may name another of
+  the file as its ``parent``: the row's ``parent`` is then the path of its ancestors from the top
+  (``a/b``, as for rubric leaves, with the ancestors' weights in ``parent_weights``);
 - ``sau.json``: SA-Bench's release format ``{paper_id, paper_title, D1: [{id, claim, source}], ...}``;
 - ``rubric.json``: a PaperBench rubric tree; every leaf becomes an SAU that keeps its weight, task
   category and the path of its parents (``parent`` ids and ``parent_weights``) so the weighted tree
@@ -121,7 +123,7 @@ def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
     data = _load_structured(path)
     if isinstance(data, dict) and any(d in data for d in DIMENSIONS) and "saus" not in data:
         return import_sabench(path, paper, data)
-    problems = _expected_problems(data)
+    problems = _expected_problems(data) + _parent_problems(data)
     # an unusable ``expected`` is said once, in its own words, not again by the schema
     said = {field.split(" (SAU")[0].split(".expected")[0] for field, _ in problems}
     problems += [
@@ -133,7 +135,9 @@ def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
         problems.append(("paper", f"says {data['paper']!r} but the folder is {paper!r}"))
     problems.sort(key=_sau_index)
     rows = []
-    for item in data["saus"] if not problems else []:
+    items = data["saus"] if not problems else []
+    by_id = {item["id"]: item for item in items}
+    for item in items:
         expected = item.get("expected")
         check = item.get("check")
         if item.get("check_file"):
@@ -141,6 +145,7 @@ def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
             if problem:
                 problems.append(problem)
                 continue
+        ancestors = _ancestors(item, by_id)
         rows.append(
             sau_row(
                 paper,
@@ -149,7 +154,10 @@ def import_curated(path: Path, paper: str) -> list[dict[str, Any]]:
                 claim=item["claim"].strip(),
                 source=item["source"].strip(),
                 weight=float(item.get("weight", 1)),
-                origin="curated",
+                origin=item.get("origin", "curated"),
+                category=item.get("category"),
+                parent="/".join(a["id"] for a in ancestors) or None,
+                parent_weights=[float(a.get("weight", 1)) for a in ancestors] or None,
                 check=check,
                 expected=json.dumps(expected, sort_keys=True) if expected is not None else None,
             )
@@ -182,6 +190,46 @@ def _expected_problems(data: Any) -> list[Problem]:
                 (f"saus[{i}].expected{exc.field} (SAU {item.get('id', '?')})", exc.message)
             )
     return problems
+
+
+def _parent_problems(data: Any) -> list[Problem]:
+    """``parent`` must name another SAU of the file, and following parents must end: each problem
+    names the SAU (a cycle once, at the first of its SAUs in the file)."""
+    if not isinstance(data, dict) or not isinstance(data.get("saus"), list):
+        return []
+    items = [item if isinstance(item, dict) else {} for item in data["saus"]]
+    parent = {
+        item["id"]: item["parent"]
+        for item in items
+        if isinstance(item.get("id"), str) and isinstance(item.get("parent"), str)
+    }
+    ids = {item.get("id") for item in items}
+    problems, in_cycles = [], set()
+    for i, item in enumerate(items):
+        sau, named = item.get("id"), item.get("parent")
+        if not isinstance(named, str):
+            continue  # none, or the schema's to say
+        field = f"saus[{i}].parent (SAU {sau or '?'})"
+        if named not in ids:
+            problems.append((field, f"{named!r} is no SAU of this file"))
+            continue
+        chain = [sau]
+        while chain[-1] in parent and parent[chain[-1]] not in chain:
+            chain.append(parent[chain[-1]])
+        if parent.get(chain[-1]) == sau and sau not in in_cycles:
+            in_cycles.update(chain)
+            loop = " -> ".join(map(str, [*chain, sau]))
+            problems.append((field, f"parents form a cycle: {loop}"))
+    return problems
+
+
+def _ancestors(item: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The SAUs above ``item`` from the top down (parents checked: they end)."""
+    chain: list[dict[str, Any]] = []
+    while item.get("parent"):
+        item = by_id[item["parent"]]
+        chain.insert(0, item)
+    return chain
 
 
 def _read_check_file(path: Path, item: dict[str, Any]) -> tuple[str | None, Problem | None]:

@@ -10,10 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sabench.errors import UserError
 from sabench.peer_data.researchcodebench import (
+    CHECK_START_S,
     NO_PASSAGE,
+    TEST_TIMEOUT_S,
     RCBPaper,
     export,
     latex_to_markdown,
@@ -460,10 +463,27 @@ def test_the_command_writes_what_the_workflow_reads(
     rows = import_sau_file(out / "saus" / f"{PAPER}.json", PAPER)  # the curated schema holds
     ground(rows, text)
     ours = snippet_saus(load_papers(open_snapshot(bare))[0])
-    assert {r["sau_id"]: r["grounded"] for r in rows} == {r["sau_id"]: r["grounded"] for r in ours}
+    assert [r["sau_id"] for r in rows] == [r["sau_id"] for r in ours]
+    for got, want in zip(rows, ours, strict=True):
+        same = ("dimension", "claim", "source", "weight", "origin", "category", "grounded", "check")
+        assert {k: got[k] for k in same} == {k: want[k] for k in same}, got["sau_id"]
+    by_id = {r["sau_id"]: r for r in rows}  # parent: the path of ancestors from the top
+    assert by_id[f"{PAPER}-init"]["parent"] is None
+    assert by_id[f"{PAPER}-learning-rate"]["parent"] == f"{PAPER}-init"
+    assert by_id[f"{PAPER}-update"]["parent"] == f"{PAPER}-gradient-step"
+    assert by_id[f"{PAPER}-update"]["parent_weights"] == [2.0]
+    assert {r["origin"] for r in rows} == {"researchcodebench"}
+    # one check file for the paper, named by every SAU, instead of a copy in each
+    saus = json.loads((out / "saus" / f"{PAPER}.json").read_text())["saus"]
+    assert {s["check_file"] for s in saus} == {f"checks/{PAPER}.py"}
+    assert not any("check" in s for s in saus)
+    assert (out / "saus" / "checks" / f"{PAPER}.py").read_text() == ours[0]["check"]
     summary = export(bare, tmp_path / "again")
     assert summary["dimensions"] == {"D1": 3, "D2": 4, "D3": 1, "D4": 1} and summary["models"] == 2
-    assert all(r["check"] for r in rows)
+    config = yaml.safe_load((out / "config.yaml").read_text())
+    assert config["saus_path"] == f"{out}/saus/{{paper}}.json"
+    assert config["papers_dir"] == f"{out}/papers" and config["agents_file"] == f"{out}/agents.yaml"
+    assert config["judge_settings"] == {"exec": {"time_limit_s": TEST_TIMEOUT_S + CHECK_START_S}}
     agents = (out / "agents.yaml").read_text()
     assert (
         f"{out}/reference/{{paper}}" in agents
@@ -471,6 +491,28 @@ def test_the_command_writes_what_the_workflow_reads(
     )
     assert json.loads((out / "leaderboard.json").read_text())[0]["model"] == "MODEL_A"
     assert main(["--data", str(tmp_path / "nothing"), "--out", str(out)]) == 2
+
+
+def test_the_config_gives_a_check_more_time_than_the_tests(
+    checkout: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sabench.grid import load_settings
+    from sabench.judges.exec_judge import resolve_exec_settings
+
+    out = tmp_path / "slow"
+    assert main(["--data", str(checkout), "--out", str(out), "--test-timeout", "300"]) == 0
+    check = (out / "saus" / "checks" / f"{PAPER}.py").read_text()
+    assert "timeout=300)" in check and "did not finish in 300 s" in check
+    base = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())
+    config = base | yaml.safe_load((out / "config.yaml").read_text())  # as --configfile merges
+    settings = load_settings(config, tmp_path)
+    assert list(settings.agents) == ["rcb_reference"] and settings.papers == [PAPER]
+    exec_settings = resolve_exec_settings(settings.config["judge_settings"]["exec"])
+    assert exec_settings["time_limit_s"] == 300 + CHECK_START_S
+    capsys.readouterr()
+    assert main(["--data", str(checkout), "--out", str(out), "--test-timeout", "0"]) == 2
+    said = capsys.readouterr().err.strip()
+    assert "--test-timeout: must be a positive number" in said and "\n" not in said
 
 
 @pytest.mark.skipif(
@@ -503,3 +545,21 @@ def test_the_real_snapshot() -> None:
     rows = [r for p in papers for r in snippet_saus(p)]
     assert sum(bool(r["grounded"]) for r in rows) / len(rows) >= 0.8
     assert {r["dimension"] for r in rows} == {"D1", "D2", "D3", "D4"}
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason=f"no ResearchCodeBench snapshot at {REAL}")
+def test_the_real_export_imports_and_is_small(tmp_path: Path) -> None:
+    from sabench.saus import import_sau_file
+
+    export(REAL, tmp_path)
+    saus = tmp_path / "saus"
+    size = sum(f.stat().st_size for f in saus.rglob("*") if f.is_file())
+    assert size < 1_000_000, size  # a check per SAU, its embedded files each time, was 5.8 MB
+    ours = {r["sau_id"]: r for p in load_papers(open_snapshot(REAL)) for r in snippet_saus(p)}
+    rows = [r for f in sorted(saus.glob("*.json")) for r in import_sau_file(f, f.stem)]
+    assert sorted(r["sau_id"] for r in rows) == sorted(ours)
+    for row in rows:
+        want = ours[row["sau_id"]]
+        assert row["check"] == want["check"] and row["origin"] == "researchcodebench"
+        assert (row["parent"] or "/").split("/")[-1] == (want["parent"] or ""), row["sau_id"]
+    assert sum(1 for r in rows if r["parent"] and "/" in r["parent"]) > 0  # nested deeper

@@ -62,7 +62,7 @@ def test_curated_yaml_roundtrip(tmp_path: Path) -> None:
     assert bool(frame["grounded"].iloc[0]) is True
     assert json.loads(frame["expected"].iloc[1])["tolerance"] == "5%"
     meta = read_parquet_metadata(tmp_path / "saus.parquet")
-    assert meta["sau_set_hash"] == sau_set_hash(rows) and meta["schema_version"] == "1"
+    assert meta["sau_set_hash"] == sau_set_hash(rows) and meta["schema_version"] == "2"
 
 
 @pytest.mark.parametrize(
@@ -331,3 +331,73 @@ def test_all_paperbench_rubrics_import(paperbench_data: Path) -> None:
     assert leaf["parent"].count("/") == len(leaf["parent_weights"]) - 1
     assert leaf["category"].startswith(("Code Development", "Code Execution", "Result Analysis"))
     assert all(r["weight"] > 0 for r in rows)
+
+
+NESTED = """
+paper: ridge
+saus:
+  - {id: fit, dimension: D4, claim: "`fit` runs the steps.", source: "2 Method", weight: 3,
+     origin: researchcodebench, category: model.py}
+  - {id: step, dimension: D2, claim: "`step` moves w.", source: "2 Method", parent: fit}
+  - {id: lr, dimension: D1, claim: "The rate is 0.05.", source: "2 Method", parent: step}
+  - {id: other, dimension: D3, claim: "RMSE is reported.", source: "3 Experimental setup"}
+"""
+
+
+def test_origin_category_and_parent_are_imported(tmp_path: Path) -> None:
+    from sabench.scoring import RubricTree
+
+    folder = tmp_path / "ridge"
+    folder.mkdir()
+    (folder / "saus.yaml").write_text(NESTED)
+    rows = build_saus(folder, None, tmp_path / "saus.parquet")
+    by_id = {r["sau_id"]: r for r in rows}
+    assert by_id["fit"]["origin"] == "researchcodebench" and by_id["fit"]["category"] == "model.py"
+    assert by_id["step"]["origin"] == "curated" and by_id["step"]["category"] is None  # defaults
+    # parent: the path of ancestors from the top, as a rubric leaf's, with their weights
+    assert [by_id[k]["parent"] for k in ("fit", "step", "lr", "other")] == [
+        None,
+        "fit",
+        "fit/step",
+        None,
+    ]
+    assert by_id["lr"]["parent_weights"] == [3.0, 1.0]
+    frame = pd.read_parquet(tmp_path / "saus.parquet")
+    assert list(frame["parent"].fillna("")) == ["", "fit", "fit/step", ""]
+    assert list(frame["origin"]) == ["researchcodebench", "curated", "curated", "curated"]
+    # the group under an SAU weighs as that SAU: fit (3) aligned, its group (3) not, other (1) not
+    tree = RubricTree.from_saus(frame)
+    assert tree.score({"fit": 1.0, "step": 0.0, "lr": 0.0, "other": 0.0}) == pytest.approx(3 / 7)
+    before = sau_set_hash(rows)
+    (folder / "saus.yaml").write_text(NESTED.replace("parent: step", "parent: fit"))
+    assert sau_set_hash(import_paper_saus(folder)) != before, "a parent edit changes the SAU set"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "message"),
+    [
+        ("parent: fit}", "parent: fitt}", "saus[1].parent (SAU step)", "'fitt' is no SAU of this"),
+        (
+            "category: model.py}",
+            "category: model.py, parent: lr}",
+            "saus[0].parent (SAU fit)",
+            "parents form a cycle: fit -> lr -> step -> fit",
+        ),
+        ("parent: step}", "parent: lr}", "saus[2].parent (SAU lr)", "cycle: lr -> lr"),
+        ("origin: researchcodebench", "origin: ''", "saus[0].origin (SAU fit)", "non-empty"),
+        ("parent: fit}", "parent: [fit]}", "saus[1].parent (SAU step)", "is not of type 'string'"),
+    ],
+    ids=["unknown", "cycle", "itself", "empty-origin", "not-a-string"],
+)
+def test_a_bad_parent_or_origin_is_one_line_naming_the_sau(
+    tmp_path: Path, old: str, new: str, field: str, message: str
+) -> None:
+    folder = tmp_path / "ridge"
+    folder.mkdir()
+    assert old in NESTED
+    (folder / "saus.yaml").write_text(NESTED.replace(old, new, 1))
+    with pytest.raises(UserError) as info:
+        import_paper_saus(folder)
+    text = str(info.value)
+    assert text.startswith(f"{folder / 'saus.yaml'}: {field}: ") and message in text
+    assert "\n" not in text  # one problem, one line; a cycle is said once, not once per SAU

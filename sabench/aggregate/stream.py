@@ -52,6 +52,7 @@ _INT_COLUMNS = {
 }
 _FLOAT_COLUMNS = {
     "score",
+    "confidence",
     "ci_low",
     "ci_high",
     "share",

@@ -78,16 +78,18 @@ def encoder() -> Any:
     return tiktoken.get_encoding("o200k_base")
 
 
-def prompt_tokens(sub: Path, saus: list[dict[str, Any]], settings: dict[str, Any]) -> list[int]:
+def prompt_tokens(
+    sub: Path, saus: list[dict[str, Any]], settings: dict[str, Any], index: Any = None
+) -> list[int]:
     """Tokens of each SAU's prompt as the llm judge builds it for this submission, without an
     execution record (an executed run adds its few lines); empty when the judge would send
-    nothing."""
+    nothing. ``index``: the submission's code index, when the caller has built it."""
     from sabench.index import build_index
     from sabench.judges.fabrication import fabricated_by_sau
     from sabench.judges.llm_judge import JUDGE_DEFAULTS, Retriever, build_messages, repo_overview
 
     opts = {k: settings.get(k, v) for k, v in JUDGE_DEFAULTS.items()}
-    index = build_index(sub)
+    index = build_index(sub) if index is None else index
     retriever = Retriever(index, saus, None, **opts)
     if not retriever.ctx.has_code:
         return []

@@ -20,6 +20,7 @@ import logging
 import re
 import statistics
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -334,15 +335,21 @@ def judge_llm(
     *,
     log_path: Path | None = None,
     client: Any = None,
+    only: Collection[str] | None = None,
 ) -> list[Judgment]:
     """Judge every SAU of one run with the model ``name`` = ``llm:<model>`` (or settings.model).
 
-    ``log_path``: the run's execution.log (default: next to the submission folder)."""
+    ``log_path``: the run's execution.log (default: next to the submission folder). ``only``: the
+    ids of the SAUs to judge (the cascade judge's uncertain ones); the others are still the run's
+    claims the retrieval reads, so each prompt is the one the judge asks about every SAU."""
     from sabench.errors import UserError
     from sabench.faults import Fault, llm_fault_cause
     from sabench.llm import LLMClient, LLMError, LLMSettings
 
     submission = Path(submission)
+    claims = saus  # the run's claims, for the retrieval
+    if only is not None:
+        saus = [s for s in saus if str(s.get("sau_id") or "") in only]
     opts, endpoint = _split_settings(settings)
     try:
         llm = LLMSettings.from_dict(endpoint, model=name.split(":", 1)[1] if ":" in name else None)
@@ -353,7 +360,7 @@ def judge_llm(
         if why:
             return [_error(sau, why) for sau in saus]
     index = build_index(submission) if submission.is_dir() else CodeIndex(root=submission)
-    retriever = Retriever(index, saus, execution, **opts)
+    retriever = Retriever(index, claims, execution, **opts)
     if not retriever.ctx.has_code:
         why = "The submission is empty." if index.empty else "The submission has no code or config."
         return [

@@ -23,6 +23,18 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 #: What every judge's retrieval and rows are made of: part of every fingerprint that reads code.
 _CODE_READING = ("index/*.py", "values.py", "contracts.py")
+#: The llm judge's code, prompts and the static retrieval it reuses (also the cascade's).
+_LLM_JUDGING = (
+    "judges/llm_judge.py",
+    "judges/retrieval.py",
+    "llm/*.py",
+    "templates/judge_*.j2",
+    "templates/repair.j2",
+    # the retrieval it reuses
+    "judges/static/*.py",
+    "judges/fabrication.py",
+    *_CODE_READING,
+)
 
 
 @dataclass(frozen=True)
@@ -103,18 +115,15 @@ JUDGES: dict[str, JudgeKind] = {
         JudgeKind(
             "llm",
             "sabench.judges.llm_judge",
-            (
-                "judges/llm_judge.py",
-                "judges/retrieval.py",
-                "llm/*.py",
-                "templates/judge_*.j2",
-                "templates/repair.j2",
-                # the retrieval it reuses
-                "judges/static/*.py",
-                "judges/fabrication.py",
-                *_CODE_READING,
-            ),
+            _LLM_JUDGING,
             "a model judges each SAU from retrieved code",
+            model=True,
+        ),
+        JudgeKind(
+            "cascade",
+            "sabench.judges.cascade",
+            ("judges/cascade.py", *_LLM_JUDGING),
+            "the static judge where its confidence reaches a threshold, llm:<model> for the rest",
             model=True,
         ),
     )
@@ -135,7 +144,7 @@ def judge_available(name: str) -> bool:
 
 
 def available_judges() -> str:
-    """For error messages: ``static, exec, reference, llm:<model>``."""
+    """For error messages: ``static, exec, reference, llm:<model>, cascade:<model>``."""
     return ", ".join(kind.spelled for kind in JUDGES.values())
 
 

@@ -111,7 +111,7 @@ def judge_run(
     # the per-sample answers of a judge asked k times (sabench.judges.stability); absent otherwise
     sampled = ["samples"] if any(row.get("samples") for row in rows) else []
     # written with pyarrow alone: the types pandas gave (sabench.io.arrow_table), its import spared
-    types = {"score": pa.float64(), "seed": pa.large_string()}
+    types = {"score": pa.float64(), "confidence": pa.float64(), "seed": pa.large_string()}
     table = arrow_table(rows, [*JUDGMENT_COLUMNS, *sampled], types)
     write_table(out, table, judge=name, judge_fingerprint=fingerprint, sau_set_hash=sau_hash)
     return rows

@@ -10,12 +10,24 @@ model's per-snippet results and the published scores. ``--data`` is the fetched 
 (read with ``git``, no work tree needed) or a checkout::
 
     python -m sabench.peer_data.researchcodebench --data <snapshot> --out data/rcb
-    snakemake --cores 2 --config papers_dir=data/rcb/papers 'saus_path=data/rcb/saus/{paper}.json' \\
-        agents_file=data/rcb/agents.yaml judges=static,exec
+    snakemake --cores 2 --configfile data/rcb/config.yaml --config results=results-rcb
 
-The first writes ``papers/<paper>/paper.md``, ``saus/<paper>.json`` (our curated SAU format, checks
-inline), ``reference/<paper>/`` (the authors' code), ``agents.yaml`` (that code as the replay agent
-``rcb_reference``) and ``leaderboard.json``; the second runs the workflow on them.
+The first writes ``papers/<paper>/paper.md``, ``saus/<paper>.json`` (our curated SAU format: each
+SAU keeps its ``origin``, ``researchcodebench``, its file as ``category`` and its enclosing
+snippet's SAU as ``parent``), ``saus/checks/<paper>.py`` (the paper's check, which its SAUs name
+with ``check_file``: one copy of the embedded files per paper, not one per SAU),
+``reference/<paper>/`` (the authors' code), ``agents.yaml`` (that code as the replay agent
+``rcb_reference``), ``config.yaml`` (the workflow's settings for all this) and
+``leaderboard.json``; the second runs the workflow on them.
+
+Time: a check gives the tests ``--test-timeout`` seconds (:data:`TEST_TIMEOUT_S`, 50; RCB's
+``main.py`` gives 60) and says they fail when they take longer, as RCB does; ``config.yaml`` sets
+``judge_settings.exec.time_limit_s`` (the exec judge's limit per check, 60 by default) to that plus
+:data:`CHECK_START_S`. For a slow paper, export again with a larger ``--test-timeout`` (raising
+``time_limit_s`` alone changes nothing: the check stops the tests first). A check killed at the
+judge's limit instead would be ``error``, which is never cached, so it would run again for every
+SAU of the paper; a paper's SAUs share one check, run once per submission thanks to the judge's
+cache. ``judge_settings.exec.total_time_s`` (900) bounds the checks of one run together.
 
 Decisions: a snippet's check runs the paper's whole suite, as RCB scores a snippet (it has no
 per-snippet tests); its weight is the snippet's line count, RCB's weight in the scaled line rate.
@@ -45,6 +57,7 @@ from typing import Any
 import yaml
 
 from sabench.errors import UserError
+from sabench.peer_data.rcb_latex import latex_to_markdown
 from sabench.steps import ArgumentParser, command
 from sabench.values import words
 
@@ -53,8 +66,12 @@ PAPER_FILES = ("paper2code_paper.tex", "paper2code_paper.md")
 DEFAULT_ENTRY = "paper2code_test.py"
 #: RCB's pass rule (``check_complete_success``): exit 0 and none of these in the output.
 FAIL_WORDS = ("Error:", "Exception:", "Traceback", "failed")
-#: Seconds the tests may take inside a check (below the exec judge's default 60 s per check).
+#: Seconds the tests may take inside a check by default (``--test-timeout``; RCB's ``main.py``
+#: gives 60): with :data:`CHECK_START_S` it fits the exec judge's default 60 s per check.
 TEST_TIMEOUT_S = 50
+#: Seconds of a check around the tests (it starts, writes the scaffold, reads the output): the
+#: exported config gives a check ``--test-timeout`` plus this.
+CHECK_START_S = 10
 NO_PASSAGE = "(no passage of the paper matched this snippet)"
 _START = re.compile(r'^\s*#\s*<\s*paper2code\s+name\s*=\s*"([^"]+)"\s*>\s*$')
 _END = re.compile(r'^\s*#\s*<\s*/\s*paper2code\s+name\s*=\s*"([^"]+)"\s*>\s*$')
@@ -270,135 +287,6 @@ def load_papers(snapshot: Snapshot, papers: list[str] | None = None) -> list[RCB
     return out
 
 
-# --- LaTeX to text --------------------------------------------------------------------------
-
-_MATH = re.compile(
-    r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\begin\{((?:equation|align|alignat|gather|multline|eqnarray"
-    r"|displaymath|math|flalign)\*?)\}(.+?)\\end\{\3\}|(?<!\\)\$(.+?)(?<!\\)\$|\\\((.+?)\\\)",
-    re.DOTALL,
-)
-_VERBATIM = re.compile(
-    r"\\begin\{(lstlisting|verbatim|minted)\}(?:\[[^\]]*\])?(.*?)\\end\{\1\}", re.DOTALL
-)
-#: What a command becomes (its last argument in the braces); unlisted ones keep their text.
-_COMMANDS = {"section": "\n\n## {}\n\n", "subsection": "\n\n### {}\n\n", "paragraph": "\n\n**{}** "}
-_COMMANDS |= {"subsubsection": "\n\n#### {}\n\n", "subparagraph": "\n\n**{}** ", "item": "\n- "}
-_COMMANDS |= {"footnote": " ({})", "begin": "\n", "end": "\n"}
-_COMMANDS |= dict.fromkeys(("ref", "eqref", "cref", "Cref", "autoref", "pageref"), "[{}]")
-_DROPPED = """label cite citep citet citealp citeauthor citeyear parencite textcite nocite
-    includegraphics vspace hspace bibliography bibliographystyle usepackage setlength addtolength
-    newcommand renewcommand definecolor newcolumntype captionsetup hypersetup pagestyle
-    thispagestyle input include newlength setcounter addcontentsline"""
-_COMMANDS |= dict.fromkeys(_DROPPED.split(), "")
-_SYMBOLS = {"\\\\": "\n", "\\,": " ", "\\;": " ", "\\!": "", "\\ ": " ", "\\%": "%", "\\&": "&"}
-_SYMBOLS |= {"\\_": "_", "\\#": "#", "\\$": "$", "\\{": "{", "\\}": "}", "``": '"', "''": '"'}
-_SPACE, _BLANK, _NAME = re.compile(r"\s*"), re.compile(r"[ \t]*"), re.compile(r"\\([A-Za-z]+)\*?")
-_MACRO = re.compile(
-    r"\\(?:re)?newcommand\*?\s*\{?\\([A-Za-z]+)\}?\s*(?=\{)|\\def\s*\\([A-Za-z]+)\s*(?=\{)"
-)
-
-
-def _group(text: str, i: int, open_: str = "{", close: str = "}") -> tuple[str, int] | None:
-    """The balanced group at ``text[i]`` (spaces skipped) and the index after it."""
-    j = _SPACE.match(text, i).end()  # type: ignore[union-attr]
-    depth = 0
-    for k in range(j, len(text)):
-        if k == j and text[k] != open_:
-            return None
-        if text[k] in (open_, close) and text[k - 1] != "\\":
-            depth += 1 if text[k] == open_ else -1
-            if depth == 0:
-                return text[j + 1 : k], k + 1
-    return None
-
-
-def _command_args(text: str, i: int) -> tuple[list[str], int]:
-    """A command's ``{arg}`` groups from ``text[i]`` on (``[opt]`` ones skipped), one after the
-    other: a heading never takes the next paragraph's group."""
-    j = _BLANK.match(text, i).end()  # type: ignore[union-attr]
-    args: list[str] = []
-    while j < len(text) and text[j] in "[{":
-        group = _group(text, j, *("[]" if text[j] == "[" else "{}"))
-        if group is None:
-            break
-        args += [group[0]] if text[j] == "{" else []
-        j = group[1]
-    return args, (j if j > i and text[j - 1] in "]}" else i)
-
-
-def _plain(text: str) -> str:
-    """LaTeX text (math already set aside) as markdown-ish text."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        two, ch = text[i : i + 2], text[i]
-        m = _NAME.match(text, i) if ch == "\\" else None
-        if two in _SYMBOLS:
-            out.append(_SYMBOLS[two])
-            i += 2
-        elif m:
-            name = m.group(1)
-            args, i = _command_args(text, m.end())
-            arg = _plain(args[-1]).strip() if args and name not in ("begin", "end") else ""
-            if (name, args[:1]) == ("begin", ["abstract"]):
-                out.append("\n\n## Abstract\n\n")
-            elif name in _COMMANDS:
-                out.append(_COMMANDS[name].format(arg) if arg or "{" not in _COMMANDS[name] else "")
-            else:  # textbf{x}, caption{x}, multicolumn{2}{c}{x}: the text is the last argument
-                out.append(arg)
-        else:
-            out.append({"~": " ", "&": " | ", "{": "", "}": "", "\\": ""}.get(ch, ch))
-            i += 1
-    return "".join(out)
-
-
-def _expand_macros(tex: str) -> str:
-    """Argument-free macros the paper defines (``\\newcommand{\\ours}{DyT}``) replaced by their
-    text: a method's name is what snippet names and passages are matched on."""
-    macros = {}
-    for m in _MACRO.finditer(tex):
-        group = _group(tex, m.end())
-        if group and len(group[0]) < 200 and "#" not in group[0]:
-            macros[m.group(1) or m.group(2)] = group[0]
-    if macros:
-        pattern = re.compile(r"\\(" + "|".join(map(re.escape, macros)) + r")(?![A-Za-z])")
-        for _ in range(2):  # a macro that uses another
-            tex = pattern.sub(lambda m: macros[m.group(1)], tex)
-    return tex
-
-
-def latex_to_markdown(tex: str, title: str) -> str:
-    """The paper's text for sabench: headings as markdown, math kept as LaTeX (``$...$``, a
-    ``$$`` block per display), commands dropped and their text kept, code listings fenced."""
-    tex = _expand_macros(re.sub(r"(?<!\\)%.*", "", tex))
-    macro = re.search(r"\\abstract\s*(?=\{)", tex)
-    abstract = _group(tex, macro.end()) if macro else None
-    begin, end = tex.find("\\begin{document}"), tex.find("\\end{document}")
-    body = tex[begin + 16 : end if end > begin else len(tex)] if begin >= 0 else tex
-    if abstract:
-        body = "\\begin{abstract}" + abstract[0] + "\\end{abstract}\n" + body
-    kept: list[str] = []
-
-    def keep(text: str) -> str:
-        kept.append(text)
-        return f"\x00{len(kept) - 1}\x00"
-
-    def math(m: re.Match[str]) -> str:
-        inline = m.group(5) if m.group(5) is not None else m.group(6)
-        if inline is not None:
-            return keep(f"${inline.strip()}$")
-        inner = next(g for g in (m.group(1), m.group(2), m.group(4)) if g is not None)
-        inner = re.sub(r"\\(label|nonumber|notag)\b(\{[^}]*\})?", "", inner)
-        return keep(f"\n$${inner.strip()}$$\n")
-
-    body = _VERBATIM.sub(lambda m: keep(f"\n```\n{m.group(2).strip()}\n```\n"), body)
-    body = re.sub(r"\\(bibliography|printbibliography)\b.*", "", _MATH.sub(math, body), flags=re.S)
-    text = re.sub(r"[ \t]+([.,;:)])", r"\1", _plain(body))  # where a citation was
-    text = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
-    text = re.sub(r" *\n *", "\n", re.sub(r"[ \t]+", " ", text))
-    return f"# {title}\n\n{text.strip()}\n"
-
-
 # --- the passage a snippet implements -------------------------------------------------------
 
 _STOP = words(
@@ -610,9 +498,10 @@ print("the authors' tests pass ({entry})")
 '''
 
 
-def authors_check(paper: RCBPaper) -> str:
+def authors_check(paper: RCBPaper, timeout_s: float = TEST_TIMEOUT_S) -> str:
     """The check of every SAU of a paper: write the scaffold, run the authors' tests as RCB does
-    (``python <entry>`` in the folder) and pass on RCB's rule (:data:`FAIL_WORDS`)."""
+    (``python <entry>`` in the folder, ``timeout_s`` at most) and pass on RCB's rule
+    (:data:`FAIL_WORDS`)."""
     files = {p: data.decode("latin-1") for p, data in scaffold(paper).items()}
     packed = zlib.compress(json.dumps(files, sort_keys=True).encode(), 9)
     modules = {p: str(PurePosixPath(p).with_suffix("")).replace("/", ".") for p in paper.annotated}
@@ -621,17 +510,20 @@ def authors_check(paper: RCBPaper) -> str:
         entry=paper.test_entry_point,
         annotated=json.dumps(modules),
         blob=base64.b64encode(packed).decode(),
-        timeout=TEST_TIMEOUT_S,
+        timeout=f"{timeout_s:g}",
         fail_words=json.dumps(list(FAIL_WORDS)),
     )
 
 
-def snippet_saus(paper: RCBPaper) -> list[dict[str, Any]]:
-    """One SAU per annotated snippet (``contracts.SAU_COLUMNS``), grounded as the workflow will."""
+def snippet_saus(paper: RCBPaper, timeout_s: float = TEST_TIMEOUT_S) -> list[dict[str, Any]]:
+    """One SAU per annotated snippet (``contracts.SAU_COLUMNS``), grounded as the workflow will;
+    ``parent`` is the id of the snippet's enclosing snippet, and every SAU's check the paper's
+    :func:`authors_check`."""
     from sabench.contracts import SAU_COLUMNS
     from sabench.grounding import PaperText, ground
 
-    index, text, check = PassageIndex(paper.text), PaperText(paper.text), authors_check(paper)
+    index, text = PassageIndex(paper.text), PaperText(paper.text)
+    check = authors_check(paper, timeout_s)
     ids: dict[tuple[str, str], str] = {}
     used: Counter[str] = Counter()
     rows = []
@@ -734,25 +626,70 @@ def leaderboard(snapshot: Snapshot, stats: str | None = None) -> list[dict[str, 
 # --- the command ----------------------------------------------------------------------------
 
 
-def export(data: Path, out: Path, papers: list[str] | None = None) -> dict[str, Any]:
+def workflow_config(out: Path, test_timeout_s: float) -> str:
+    """The workflow's settings for the export (``snakemake --configfile``): its folders, the static
+    and exec judges, and the exec judge's time per check (``judge_settings.exec.time_limit_s``)
+    above the tests' own limit, so that slow tests end as the check says (a failure, as in RCB),
+    not as a check killed at its limit (``error``, and run again for every SAU of the paper)."""
+    limit = test_timeout_s + CHECK_START_S
+    config = {
+        "papers_dir": f"{out}/papers",
+        "saus_path": f"{out}/saus/{{paper}}.json",
+        "agents_file": f"{out}/agents.yaml",
+        "judges": ["static", "exec"],
+        "judge_settings": {"exec": {"time_limit_s": int(limit) if limit == int(limit) else limit}},
+    }
+    head = (
+        "# ResearchCodeBench as exported by sabench.peer_data.researchcodebench, merged over\n"
+        "# config/config.yaml by:  snakemake --cores 2 --configfile <this file>\n"
+        f"# A check gives the authors' tests {test_timeout_s:g} s (--test-timeout), the exec judge\n"
+        f"# each check {CHECK_START_S} s more (time_limit_s). For slow papers export again with a\n"
+        "# larger --test-timeout: raising time_limit_s alone changes nothing.\n"
+    )
+    return head + yaml.safe_dump(config, sort_keys=False)
+
+
+#: The SAU file's fields (``schemas/saus.schema.yaml``) and the row columns they come from.
+SAU_FILE_FIELDS = {"id": "sau_id"} | {
+    k: k for k in ("dimension", "claim", "source", "weight", "origin", "category", "parent")
+}
+
+
+def sau_file(paper: str, rows: list[dict[str, Any]], check_file: str) -> dict[str, Any]:
+    """A paper's SAU file (the curated format): its rows, their check named by ``check_file``
+    (one file for the paper, not a copy of its embedded files in every SAU)."""
+    saus = [
+        {k: r[v] for k, v in SAU_FILE_FIELDS.items() if r[v] is not None}
+        | {"check_file": check_file}
+        for r in rows
+    ]
+    return {"paper": paper, "saus": saus}
+
+
+def export(
+    data: Path, out: Path, papers: list[str] | None = None, test_timeout_s: float = TEST_TIMEOUT_S
+) -> dict[str, Any]:
     """Everything the module docstring lists, under ``out``; a summary of what was written."""
     from sabench.io import write_json, write_text
 
+    if not (math.isfinite(test_timeout_s) and test_timeout_s > 0):
+        raise UserError(None, "--test-timeout", f"must be a positive number, not {test_timeout_s}")
     snapshot, out = open_snapshot(data), Path(out).resolve()
     loaded = load_papers(snapshot, papers)
     every = []
     for paper in loaded:
-        rows = snippet_saus(paper)
-        keys = {"id": "sau_id", "dimension": "dimension", "claim": "claim", "source": "source"}
-        keys |= {"weight": "weight", "check": "check"}  # what schemas/saus.schema.yaml takes
-        saus = [{k: r[v] for k, v in keys.items()} for r in rows]
+        rows = snippet_saus(paper, test_timeout_s)
+        check_file = f"checks/{paper.paper}.py"  # relative to saus/, where the workflow looks
+        check = rows[0]["check"] if rows else authors_check(paper, test_timeout_s)
+        write_text(out / "saus" / check_file, check)
+        write_json(out / "saus" / f"{paper.paper}.json", sau_file(paper.paper, rows, check_file))
         write_text(out / "papers" / paper.paper / "paper.md", paper.text)
-        write_json(out / "saus" / f"{paper.paper}.json", {"paper": paper.paper, "saus": saus})
         reference_submission(paper, out / "reference" / paper.paper)
         every += rows
     agent = {"kind": "replay", "path": f"{out}/reference/{{paper}}"}
     agent["description"] = "ResearchCodeBench: the authors' code (markers stripped)"
     write_text(out / "agents.yaml", yaml.safe_dump({"rcb_reference": agent}, sort_keys=False))
+    write_text(out / "config.yaml", workflow_config(out, test_timeout_s))
     has_results = any(n.endswith("/overall_stats.json") for n in snapshot.list("outputs"))
     board = leaderboard(snapshot) if has_results else []
     write_json(out / "leaderboard.json", board)
@@ -773,8 +710,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True, help="RCB's git directory or checkout")
     parser.add_argument("--out", type=Path, required=True, help="the folder to write")
     parser.add_argument("--papers", help="comma-separated paper ids (default: all)")
+    parser.add_argument(
+        "--test-timeout",
+        type=float,
+        default=TEST_TIMEOUT_S,
+        help=f"seconds the authors' tests may take in a check (default {TEST_TIMEOUT_S}); "
+        f"config.yaml gives each check {CHECK_START_S} s more",
+    )
     args = parser.parse_args(argv)
-    summary = export(args.data, args.out, [p for p in (args.papers or "").split(",") if p] or None)
+    papers = [p for p in (args.papers or "").split(",") if p] or None
+    summary = export(args.data, args.out, papers, args.test_timeout)
     dims = ",".join(f"{k}:{v}" for k, v in summary["dimensions"].items())
     print(
         f"researchcodebench: papers={summary['papers']} snippets={summary['snippets']} "

@@ -29,7 +29,8 @@ rests on dataflow only.
 Layout: :mod:`.claims` parses claims, :mod:`.evidence` searches the index, :mod:`.rules` holds the
 shared core and dispatches to one module per rule (:mod:`.numbers`, :mod:`.formulas`,
 :mod:`.protocol`, :mod:`.order`, :mod:`.results`); :mod:`.params` has the rule parameters;
-:mod:`.executed` reads the execution record's lines onto the index.
+:mod:`.executed` reads the execution record's lines onto the index; :mod:`.confidence` says how sure
+each verdict is (calibrated on SA-Bench).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from sabench.judges.static.claims import (
     math_spans,
     span_operations,
 )
+from sabench.judges.static.confidence import rate
 from sabench.judges.static.evidence import Presence, SubmissionContext, Window, rounded_value
 from sabench.judges.static.executed import executed_index, lines_run, unconfirmed
 from sabench.judges.static.formulas import formula_tokens
@@ -132,13 +134,14 @@ def judge_static(
 def judge_outcomes(
     index: CodeIndex, saus: list[dict[str, Any]], execution: dict[str, Any] | None = None
 ) -> list[tuple[dict[str, Any], Outcome]]:
-    """The rules' outcomes per SAU (with the continuous support, for calibration studies)."""
+    """The rules' outcomes per SAU (with the continuous support, for calibration studies), each
+    with its calibrated confidence (:mod:`.confidence`)."""
     recorded = lines_run(execution) is not None
     index = executed_index(index, execution)
     ctx = SubmissionContext(index)
     if not ctx.has_code:
         why = "The submission is empty." if index.empty else "The submission has no code or config."
-        return [(sau, Outcome("missing", 0.0, "omission", why, [])) for sau in saus]
+        return [(sau, rate(None, Outcome("missing", 0.0, "omission", why, []))) for sau in saus]
     judge = ClaimJudge(ctx, execution)
     out = []
     for sau, claim in zip(saus, analyze_claims(saus), strict=True):
@@ -157,7 +160,7 @@ def judge_outcomes(
                 outcome = Outcome("error", 0.0, None, f"static judge failed: {exc2!r}", [])
         if not recorded and outcome.verdict in ("aligned", "partial"):
             outcome = unconfirmed(outcome, index)
-        out.append((sau, outcome))
+        out.append((sau, rate(claim, outcome)))
     return out
 
 
@@ -177,6 +180,7 @@ def _judgment(sau: dict[str, Any], o: Outcome, index: CodeIndex | None) -> Judgm
         failure_mode=o.failure_mode,
         evidence=evidence,
         reasoning=o.reasoning.strip(),
+        confidence=o.confidence,
     )
 
 

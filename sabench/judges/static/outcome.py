@@ -16,3 +16,5 @@ class Outcome:
     evidence: list[tuple[int, int, int]]
     support: float = -1.0  # the continuous support behind a coverage-based verdict
     features: dict[str, float] = field(default_factory=dict)
+    #: how sure the judge is of the verdict, in [0, 1] (:mod:`.confidence`; 0 until rated)
+    confidence: float = 0.0
