@@ -3,6 +3,7 @@ run, a job that ends with its snakemake, and SIGTERM that removes the sandbox.""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -10,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from sabench import locks
+from sabench.runtrace import SITE_TARGET
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = socket.gethostname()
@@ -257,11 +260,8 @@ def test_sigterm_removes_the_bwrap_sandbox(sandbox_env: Path, tmp_path: Path) ->
     sub.mkdir()
     marker = f"sabench-test-{os.getpid()}-sigterm"
     (sub / "reproduce.sh").write_text(f"exec -a {marker} sleep 300\n")
-    view = tmp_path / "view"
-    view.mkdir()
-    (view / "paper.md").write_text("# P\n")
     job = subprocess.Popen(
-        [sys.executable, "-m", "sabench.execute", str(sub), "--agent-view", str(view),
+        [sys.executable, "-m", "sabench.execute", str(sub),
          "--out", str(tmp_path / "run"), "--backend", "bwrap", "--python-env", str(sandbox_env)],
         cwd=REPO, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -283,11 +283,12 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 def slow_grid(tmp_path: Path, marker: str) -> list[str]:
     """One paper, one replay agent whose reproduce.sh (named ``marker`` in the process table)
-    waits until the test creates ``go`` beside the paper it sees at /paper."""
+    waits until the test creates ``go`` in the trace's site folder, the one host folder a run
+    sees (read-only, at /opt/sabench-site; see :func:`release`), or 120 s."""
     sub = tmp_path / "submissions" / "ridge-gd"
     sub.mkdir(parents=True)
     (sub / "reproduce.sh").write_text(
-        f"exec -a {marker} bash -c 'for i in $(seq 1200); do [ -e /paper/go ] && break;"
+        f"exec -a {marker} bash -c 'for i in $(seq 1200); do [ -e {SITE_TARGET}/go ] && break;"
         " sleep 0.1; done; echo {} > results.json'\n"
     )
     agents = tmp_path / "agents.yaml"
@@ -301,6 +302,13 @@ def slow_grid(tmp_path: Path, marker: str) -> list[str]:
         "judges=[static]",
         "runtime={backend: bwrap}",
     ]
+
+
+def release() -> None:
+    """Let every slow_grid sandbox finish: ``go`` in each run's site folder (execute_run's)."""
+    for site in Path(tempfile.gettempdir()).glob("sabench-site-*"):
+        with contextlib.suppress(OSError):
+            (site / "go").touch()
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.Popen[str]:
@@ -358,7 +366,7 @@ def test_two_checkouts_on_one_results_folder(sandbox_env: Path, tmp_path: Path) 
         assert "--directory " + str(tmp_path / "checkout-a") in errors[0], "names the command"
         assert processes(marker), "the first run's sandbox goes on"
     finally:
-        (results / "papers" / "ridge-gd" / "agent_view" / "go").touch()
+        release()
     finish(first)
     assert (results / "tables" / "runs.parquet").is_file()
     assert not (results / ".sabench.lock").exists(), "released at the end of the run"
@@ -398,7 +406,7 @@ def test_kill_9_of_snakemake_never_leaves_two_sandboxes(sandbox_env: Path, tmp_p
         resumed = snakemake(workdir, "--rerun-incomplete", *args)
         wait_for(lambda: processes(marker), timeout=180, what="the resumed run's sandbox")
     finally:
-        (results / "papers" / "ridge-gd" / "agent_view" / "go").touch()
+        release()
     out = finish(resumed)
     stop.set()
     counter.join()
