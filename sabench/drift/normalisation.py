@@ -50,7 +50,7 @@ _LAYER_RE = re.compile(r"^(?:\w*norm\w*|ln(?:_?\w+|\d*))$", re.I)
 _ATOMS = (ast.Name, ast.Attribute, ast.Subscript, ast.Call, ast.Constant)
 
 
-def _imported(tree: ast.Module) -> set[str]:
+def imported_names(tree: ast.Module) -> set[str]:
     """Names bound by imports: a call ``F.normalize(x)`` on one is a function, not a method."""
     out: set[str] = set()
     for node in ast.walk(tree):
@@ -83,7 +83,7 @@ def normalising_call(call: ast.Call, imported: set[str]) -> bool:
     return root in imported and bool(_CALLEE_RE.search(func.attr.lower().replace("_", "")))
 
 
-def _replacement(pf: PyFile, call: ast.Call) -> str:
+def call_inputs(pf: PyFile, call: ast.Call) -> str:
     """The call's inputs in its place: all positional arguments where the result is unpacked
     into as many names (``a, b = standardise(a, b)``), else the first."""
     parent = pf.parents.get(id(call))
@@ -147,12 +147,12 @@ def normalisation_mutant(
         lines = cited_lines(cited, path, pf) if cited else None
         if lines is not None and not lines:
             continue
-        calls = _calls(pf, _imported(pf.tree), lines, kinds)
+        calls = _calls(pf, imported_names(pf.tree), lines, kinds)
         if not calls:
             continue
         first = ast.unparse(calls[0].func)
         same = [c for c in calls if ast.unparse(c.func) == first]
-        text = apply_edits(pf.text, [(*pf.span(c), _replacement(pf, c)) for c in same])
+        text = apply_edits(pf.text, [(*pf.span(c), call_inputs(pf, c)) for c in same])
         if text is None or not parses(path, text, pf.text):
             continue
         where = ", ".join(str(c.lineno) for c in same)

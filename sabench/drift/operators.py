@@ -206,21 +206,10 @@ def operator_mutant(
     for node in ast.walk(stmt):
         if not isinstance(node, ast.BinOp) or not swappable(node, pf):
             continue
-        gap_start = pf.span(node.left)[1]
-        gap_end = pf.span(node.right)[0]
-        gap = pf.text[gap_start:gap_end]
-        symbol = _OP_TEXT[type(node.op)]
-        pos = gap.find(symbol)
-        while pos >= 0 and symbol in ("*", "/") and gap[pos : pos + 2] in ("**", "//"):
-            pos = gap.find(symbol, pos + 2)
-        if pos < 0:
+        swapped = swap_operator(pf, node)
+        if swapped is None:
             continue
-        new_symbol = _OPERATOR_SWAP[type(node.op)][1]
-        a = gap_start + pos
-        new = apply_edits(pf.text, [(a, a + len(symbol), new_symbol)])
-        if new is None or not parses(pf.path, new, pf.text):
-            continue
-        line = pf.text.count("\n", 0, a) + 1
+        new, line, symbol, new_symbol = swapped
         return Mutant(
             str(sau["sau_id"]),
             str(sau["dimension"]),
@@ -231,3 +220,26 @@ def operator_mutant(
             {pf.path: new},
         )
     return None
+
+
+def swap_operator(pf: PyFile, node: ast.BinOp) -> tuple[str, int, str, str] | None:
+    """The file with one binary operation's operator swapped (``+``<->``-``, ``*``<->``/``,
+    ``**``/``@`` -> ``*``), as (new text, line, operator, new operator); None for an operator
+    with no swap or a file that no longer parses."""
+    if type(node.op) not in _OPERATOR_SWAP:
+        return None
+    gap_start = pf.span(node.left)[1]
+    gap_end = pf.span(node.right)[0]
+    gap = pf.text[gap_start:gap_end]
+    symbol = _OP_TEXT[type(node.op)]
+    pos = gap.find(symbol)
+    while pos >= 0 and symbol in ("*", "/") and gap[pos : pos + 2] in ("**", "//"):
+        pos = gap.find(symbol, pos + 2)
+    if pos < 0:
+        return None
+    new_symbol = _OPERATOR_SWAP[type(node.op)][1]
+    a = gap_start + pos
+    new = apply_edits(pf.text, [(a, a + len(symbol), new_symbol)])
+    if new is None or not parses(pf.path, new, pf.text):
+        return None
+    return new, pf.text.count("\n", 0, a) + 1, symbol, new_symbol

@@ -22,7 +22,7 @@ from sabench.drift.mutants import (
 )
 
 
-def _removal_edits(pf: PyFile, keys: Sequence[str]) -> list[tuple[int, int, str]]:
+def removal_edits(pf: PyFile, keys: Sequence[str]) -> list[tuple[int, int, str]]:
     """Edits that remove every element, entry, definition or statement naming one of ``keys``."""
     spans: list[tuple[int, int, str]] = []
     emptied: dict[int, set[int]] = {}  # body list -> its statements removed so far
@@ -149,7 +149,7 @@ def removal_mutant(sub: Submission, sau: dict[str, Any], claim: Any) -> Mutant |
         first: tuple[str, int] | None = None
         for path in sub.code_files:
             pf = sub.py[path]
-            edits = _removal_edits(pf, keys)
+            edits = removal_edits(pf, keys)
             new = apply_edits(pf.text, edits) if edits else None
             if new is not None and new != pf.text and parses(path, new, pf.text):
                 files[path] = new

@@ -98,13 +98,8 @@ def stub_mutant(
     first, last = body[0], body[-1]
     if first.lineno == fn.lineno:
         return None  # a one-line def
-    a, b = pf.line_span(first.lineno, last.end_lineno or last.lineno)
-    indent = pf.lines[first.lineno - 1][: first.col_offset]
-    if indent.strip():
-        return None
-    stub = "".join(f"{indent}{line}\n" for line in STUB_BODY.splitlines())
-    new = apply_edits(pf.text, [(a, b, stub)])
-    if new is None or not parses(pf.path, new, pf.text):
+    new = stub_lines(pf, first.lineno, last.end_lineno or last.lineno, first.col_offset)
+    if new is None:
         return None
     return Mutant(
         str(sau["sau_id"]),
@@ -115,3 +110,19 @@ def stub_mutant(
         f"body of `{fn.name}` ({pf.path}:{fn.lineno}-{fn.end_lineno}) replaced by a TODO stub",
         {pf.path: new},
     )
+
+
+def stub_lines(pf: PyFile, first: int, last: int, col: int | None = None) -> str | None:
+    """The file with lines ``first..last`` (1-based, inclusive) replaced by the TODO stub, at the
+    indentation of line ``first`` (its first ``col`` characters, else its leading blanks); None
+    where that is not blank or the file no longer parses."""
+    line = pf.lines[first - 1]
+    indent = line[: len(line) - len(line.lstrip())] if col is None else line[:col]
+    if indent.strip():
+        return None
+    a, b = pf.line_span(first, last)
+    stub = "".join(f"{indent}{row}\n" for row in STUB_BODY.splitlines())
+    new = apply_edits(pf.text, [(a, b, stub)])
+    if new is None or not parses(pf.path, new, pf.text):
+        return None
+    return new

@@ -313,15 +313,8 @@ def _swap(
         if a is None or b is None or a >= b:
             continue
         sa, sb = stmts[a], stmts[b]
-        if sa.lineno == sb.lineno or (sa.end_lineno or sa.lineno) >= sb.lineno:
-            continue
-        ra = pf.line_span(sa.lineno, sa.end_lineno or sa.lineno)
-        rb = pf.line_span(sb.lineno, sb.end_lineno or sb.lineno)
-        ta, tb = pf.text[ra[0] : ra[1]], pf.text[rb[0] : rb[1]]
-        if not ta.endswith("\n") or not tb.endswith("\n"):
-            continue
-        new = apply_edits(pf.text, [(ra[0], ra[1], tb), (rb[0], rb[1], ta)])
-        if new is None or not parses(pf.path, new, pf.text):
+        new = swap_statements(pf, sa, sb)
+        if new is None:
             continue
         return Mutant(
             str(sau["sau_id"]),
@@ -334,3 +327,19 @@ def _swap(
             {pf.path: new},
         )
     return None
+
+
+def swap_statements(pf: PyFile, sa: ast.stmt, sb: ast.stmt) -> str | None:
+    """The file with the whole lines of two statements (``sa`` before ``sb``) exchanged; None
+    where they share a line or the file no longer parses."""
+    if sa.lineno == sb.lineno or (sa.end_lineno or sa.lineno) >= sb.lineno:
+        return None
+    ra = pf.line_span(sa.lineno, sa.end_lineno or sa.lineno)
+    rb = pf.line_span(sb.lineno, sb.end_lineno or sb.lineno)
+    ta, tb = pf.text[ra[0] : ra[1]], pf.text[rb[0] : rb[1]]
+    if not ta.endswith("\n") or not tb.endswith("\n"):
+        return None
+    new = apply_edits(pf.text, [(ra[0], ra[1], tb), (rb[0], rb[1], ta)])
+    if new is None or not parses(pf.path, new, pf.text):
+        return None
+    return new

@@ -10,7 +10,7 @@ from typing import Any
 from sabench.drift.mutants import Mutant, Submission, apply_edits, parses
 
 
-def _new_value(token: str, value: float) -> str:
+def changed_literal(token: str, value: float) -> str:
     """Another plausible value: floats divided by 10, integers doubled (0 -> 1)."""
     is_int = re.fullmatch(r"[-+]?\d[\d_]*", token.strip()) is not None
     if is_int:
@@ -42,7 +42,7 @@ def _value_edits(sub: Submission, path: str, line: int, value: float) -> list[tu
                 and _close(abs(float(node.value)), abs(value))
             ):
                 a, b = pf.span(node)
-                out.append((a, b, _new_value(pf.text[a:b], abs(float(node.value)))))
+                out.append((a, b, changed_literal(pf.text[a:b], abs(float(node.value)))))
         return out
     text = sub.texts.get(path)
     if text is None:
@@ -60,7 +60,7 @@ def _value_edits(sub: Submission, path: str, line: int, value: float) -> list[tu
         if _close(abs(v), abs(value)):
             token = m.group(0).lstrip("+-")
             a = start + m.end() - len(token)
-            out.append((a, start + m.end(), _new_value(token, abs(v))))
+            out.append((a, start + m.end(), changed_literal(token, abs(v))))
     return out
 
 
