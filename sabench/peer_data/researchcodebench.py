@@ -533,7 +533,8 @@ def snippet_saus(paper: RCBPaper, timeout_s: float = TEST_TIMEOUT_S) -> list[dic
         sau_id = ids[(s.path, s.name)] = base if used[base] == 1 else f"{base}-{used[base]}"
         children = sum(1 for t in paper.snippets if t.parent == s.name and t.path == s.path)
         quote = index.best(s)[0]
-        claim = f"`{s.path}`, snippet `{s.name}`, implements: {quote or 'the method of the paper'}"
+        # the passage first, the snippet named without backticks (backticks name code to find)
+        claim = f'{quote or "The method of the paper"} (snippet "{s.name}" of {s.path})'
         row = dict.fromkeys(SAU_COLUMNS)
         row.update(
             paper=paper.paper,
