@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 from openai_server import ScriptedServer, judge_settings, request_text
+from sabench_layout import write_sabench_layout
 
 from sabench.contracts import JUDGMENT_COLUMNS
 from sabench.errors import UserError
@@ -30,7 +30,6 @@ from sabench.judges.llm_judge import JUDGE_DEFAULTS
 from sabench.judges.run import judge_run
 from sabench.judges.static import judge_static
 from sabench.llm.budget import BUDGET_ENV, LEDGER_ENV
-from sabench.saus import import_paper_saus
 
 REPO = Path(__file__).resolve().parents[1]
 DRIFTED = REPO / "resources" / "submissions" / "drifted" / "ridge-gd"
@@ -243,24 +242,8 @@ CASCADE_LINE = re.compile(
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """SA-Bench's layout around the demo's drifted ridge-gd run; the reference scores every second
-    SAU 1 and the others 0 (as tests/test_sabench_agreement.py)."""
-    root = tmp_path_factory.mktemp("sabench-data")
-    saus = import_paper_saus(REPO / "resources" / "papers" / PAPER)
-    by_dim: dict[str, list[dict[str, str]]] = {}
-    claims: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for i, s in enumerate(saus):
-        item = {"id": s["sau_id"], "claim": s["claim"], "source": s["source"]}
-        by_dim.setdefault(s["dimension"], []).append(item)
-        verdict = {"id": s["sau_id"], "score": float(i % 2 == 0), "judge_reasoning": "set here"}
-        claims.setdefault(s["dimension"], {"claims": []})["claims"].append(verdict)
-    (root / "saus").mkdir()
-    (root / "saus" / f"{PAPER}.json").write_text(json.dumps({"paper_id": PAPER, **by_dim}))
-    (root / "reference" / "demo").mkdir(parents=True)
-    (root / "reference" / "demo" / f"{PAPER}.json").write_text(json.dumps({"dimensions": claims}))
-    (root / "runs").mkdir()
-    with tarfile.open(root / "runs" / "demo.tar.gz", "w:gz") as tar:
-        tar.add(DRIFTED, arcname=PAPER)
-    return root
+    SAU 1 and the others 0 (tests/sabench_layout.py)."""
+    return write_sabench_layout(tmp_path_factory.mktemp("sabench-data"), PAPER, DRIFTED)
 
 
 def agreement(data: Path, *args: str) -> subprocess.CompletedProcess[str]:

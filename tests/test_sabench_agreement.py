@@ -8,15 +8,15 @@ import json
 import re
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from openai_server import ScriptedServer, judge_settings
+from sabench_layout import write_sabench_layout
 
 from sabench.judges.static import judge_static
-from sabench.saus import import_paper_saus, import_sabench
+from sabench.saus import import_sabench
 from sabench.stats import agreement_metrics
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,23 +34,11 @@ LLM = "llm:openai/scripted"
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """saus/, runs/demo.tar.gz and reference/demo/, as SA-Bench lays them out; the reference
     scores every second SAU 1 and the others 0."""
-    root = tmp_path_factory.mktemp("sabench-data")
-    saus = import_paper_saus(REPO / "resources" / "papers" / PAPER)
-    by_dim: dict[str, list[dict[str, str]]] = {}
-    claims: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for i, s in enumerate(saus):
-        item = {"id": s["sau_id"], "claim": s["claim"], "source": s["source"]}
-        by_dim.setdefault(s["dimension"], []).append(item)
-        verdict = {"id": s["sau_id"], "score": float(i % 2 == 0), "judge_reasoning": "set here"}
-        claims.setdefault(s["dimension"], {"claims": []})["claims"].append(verdict)
-    (root / "saus").mkdir()
-    (root / "saus" / f"{PAPER}.json").write_text(json.dumps({"paper_id": PAPER, **by_dim}))
-    (root / "reference" / "demo").mkdir(parents=True)
-    (root / "reference" / "demo" / f"{PAPER}.json").write_text(json.dumps({"dimensions": claims}))
-    (root / "runs").mkdir()
-    with tarfile.open(root / "runs" / "demo.tar.gz", "w:gz") as tar:
-        tar.add(REPO / "resources" / "submissions" / "reference" / PAPER, arcname=PAPER)
-    return root
+    return write_sabench_layout(
+        tmp_path_factory.mktemp("sabench-data"),
+        PAPER,
+        REPO / "resources" / "submissions" / "reference" / PAPER,
+    )
 
 
 def agreement(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
