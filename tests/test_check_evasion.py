@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sabench.checks import run_check
@@ -216,11 +217,19 @@ def test_a_module_hanging_as_the_check_replays_its_run_is_drifted(
 def test_what_a_sandbox_can_hide_reads_the_same_in_run_and_check(
     runtime: dict, tmp_path: Path, detector: str, where: str
 ) -> None:
-    """No variable, mount or file tells a check from its run: the code runs its drifted branch
-    in both, and the check fails on it (not "inconsistent": the code did not switch)."""
+    """No variable, mount or file tells a check from its run: the code takes the same branch in
+    both, so the check's verdict is the branch the run took (never "inconsistent": the code did
+    not switch). Which branch that is depends on the host (a venv bound at ``/check/...`` makes
+    the disk detector true in both), so the run's own result says which verdict to expect."""
     executed = _executed(tmp_path, runtime, _switching(detector, where))
+    ran = json.loads((executed / "results.json").read_text())["rmse"]
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=50)
+    pred = y + rng.normal(scale=0.5, size=50)
+    ran_the_paper = abs(ran - float(np.sqrt(np.mean((y - pred) ** 2)))) < 1e-9
     out = run_check(RMSE_CHECK, executed, runtime, {"time_limit_s": 30})
-    assert out.kind == "fail", (detector, where, out.kind, out.detail, out.tail)
+    want = "pass" if ran_the_paper else "fail"
+    assert out.kind == want, (detector, where, ran_the_paper, out.kind, out.detail, out.tail)
 
 
 @pytest.mark.parametrize(
