@@ -13,7 +13,7 @@ from sabench.index import build_index
 from sabench.index.liveness import inert_statements
 from sabench.index.python_facts import statement_lines
 from sabench.judges.static import judge_static
-from sabench.judges.static.executed import unexecuted_lines
+from sabench.judges.static.executed import UNREACHED_CAP, unexecuted_lines
 
 #: (claim, function name, its arguments, the expression the claim states)
 FORMULAS = [
@@ -253,12 +253,13 @@ def test_an_execution_record_maps_onto_statements() -> None:
     tree = ast.parse(src)
     # the continuation line of a statement that ran is not missing; the branch never taken is
     assert unexecuted_lines(tree, {1, 2, 4, 6}) == {5}
-    assert unexecuted_lines(tree, {1}) == {2, 3, 4, 5, 6}
+    # a function defined at import and never called: its header implements nothing either
+    assert unexecuted_lines(tree, {1}) == {1, 2, 3, 4, 5, 6}
     # a docstring never runs: it goes with its function's body
     doc = ast.parse(
         'def f(x):\n    """Doc."""\n    return x\n\n\ndef g():\n    """Doc."""\n    return 1\n'
     )
-    assert unexecuted_lines(doc, {1, 3, 6}) == {7, 8}
+    assert unexecuted_lines(doc, {1, 3, 6}) == {6, 7, 8}  # g was defined, never called
 
 
 def test_inert_lines_are_text_in_the_index(tmp_path: Path) -> None:
@@ -372,15 +373,17 @@ def test_a_run_that_did_not_complete_shows_the_branches_it_went_past(tmp_path: P
     failed = {"status": "failed", "lines_run": {"metrics.py": ran}}
     j = _judge(tmp_path, claim, "D2", failed)
     assert j.verdict not in ("aligned", "drifted") and _score(j) < 0.5, j.reasoning
-    # the run stopped inside the helper (nothing after its `try` ran): no evidence of the handler
+    # the run stopped inside the helper (nothing after its `try` ran): no evidence of the
+    # handler, and none that the formula reaches anything (the benefit of the doubt, capped)
     stopped = [i for i in ran if i < lines.index("    try:") + 2]
-    stopped += [i for i, ln in enumerate(lines, 1) if ln.startswith("    value = ")]
+    stopped += [i for i, ln in enumerate(lines, 1) if ln.startswith(("    value = ", "    print"))]
     j = _judge(tmp_path, claim, "D2", {"status": "failed", "lines_run": {"metrics.py": stopped}})
-    assert j.verdict == "aligned", j.reasoning
+    assert (j.verdict, j.score) == ("partial", UNREACHED_CAP), j.reasoning
+    assert "never reached this code" in j.reasoning
     # nor of a function it never reached
     unreached = [i for i, ln in enumerate(lines, 1) if i <= 3 or ln.startswith("def ")]
     j = _judge(tmp_path, claim, "D2", {"status": "failed", "lines_run": {"metrics.py": unreached}})
-    assert j.verdict == "aligned", j.reasoning
+    assert (j.verdict, j.score) == ("partial", UNREACHED_CAP), j.reasoning
 
 
 def test_a_result_taken_only_by_the_statement_that_crashed_the_run_reaches_nothing(
@@ -397,13 +400,15 @@ def test_a_result_taken_only_by_the_statement_that_crashed_the_run_reaches_nothi
     claim = "Each centroid is drawn with probability `d2 / sum(d2)`."
     ran = [1, 4, 5, 6, 10]
     failed = {"status": "failed", "lines_run": {"kmeans.py": ran}}
-    assert _judge(tmp_path, claim, "D2", failed).verdict == "aligned"  # where it crashed: unknown
+    # where it crashed is unknown: `rng.choice(3, p=probs)` ran, a call that may act
+    assert _judge(tmp_path, claim, "D2", failed).verdict == "aligned"
     crashed = {**failed, "lines_raised": {"kmeans.py": [6, 10]}}
     j = _judge(tmp_path, claim, "D2", crashed)
     assert j.verdict not in ("aligned", "drifted") and _score(j) < 0.5, j.reasoning
-    # a run that completed raised nothing that ended it: the key means nothing there
-    ok = {"status": "ok", "lines_run": {"kmeans.py": [*ran, 7]}, "lines_raised": {"kmeans.py": [6]}}
-    assert _judge(tmp_path, claim, "D2", ok).verdict == "aligned"
+    # an exit status of 0 does not undo it (an atexit handler can call `os._exit(0)`)
+    ok = {"status": "ok", "lines_run": {"kmeans.py": ran}, "lines_raised": {"kmeans.py": [6, 10]}}
+    j = _judge(tmp_path, claim, "D2", ok)
+    assert j.verdict not in ("aligned", "drifted") and _score(j) < 0.5, j.reasoning
 
 
 def test_a_call_reads_only_the_arguments_that_reach_the_functions_result() -> None:

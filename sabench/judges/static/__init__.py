@@ -56,7 +56,15 @@ from sabench.judges.static.claims import (
 )
 from sabench.judges.static.confidence import rate
 from sabench.judges.static.evidence import Presence, SubmissionContext, Window, rounded_value
-from sabench.judges.static.executed import executed_index, lines_run, unconfirmed
+from sabench.judges.static.executed import (
+    SILENT_RUN,
+    executed_index,
+    lines_of_incomplete_run,
+    lines_run,
+    reported_anything,
+    settle,
+    unconfirmed,
+)
 from sabench.judges.static.formulas import formula_tokens
 from sabench.judges.static.outcome import Outcome
 from sabench.judges.static.params import BANDS, GENERIC, RULES
@@ -135,16 +143,34 @@ def judge_outcomes(
     index: CodeIndex, saus: list[dict[str, Any]], execution: dict[str, Any] | None = None
 ) -> list[tuple[dict[str, Any], Outcome]]:
     """The rules' outcomes per SAU (with the continuous support, for calibration studies), each
-    with its calibrated confidence (:mod:`.confidence`)."""
+    with its calibrated confidence (:mod:`.confidence`). A run that did not complete is judged
+    twice, on the code it ran and with the benefit of the doubt for the rest (:func:`.settle`)."""
     recorded = lines_run(execution) is not None
-    index = executed_index(index, execution)
-    ctx = SubmissionContext(index)
-    if not ctx.has_code:
+    claims = analyze_claims(saus)
+    index_run = executed_index(index, execution)
+    if not SubmissionContext(index_run).has_code:
         why = "The submission is empty." if index.empty else "The submission has no code or config."
         return [(sau, rate(None, Outcome("missing", 0.0, "omission", why, []))) for sau in saus]
-    judge = ClaimJudge(ctx, execution)
+    outcomes = _outcomes(index_run, claims, execution)
+    if lines_of_incomplete_run(execution) is not None:
+        if reported_anything(index, execution):
+            ran = _outcomes(executed_index(index, execution, reached=True), claims, execution)
+        else:
+            ran = [Outcome("missing", 0.0, "omission", SILENT_RUN, []) for _ in claims]
+        outcomes = [settle(r, d, index) for r, d in zip(ran, outcomes, strict=True)]
+    elif not recorded:
+        outcomes = [
+            unconfirmed(o, index) if o.verdict in ("aligned", "partial") else o for o in outcomes
+        ]
+    return [(sau, rate(c, o)) for sau, c, o in zip(saus, claims, outcomes, strict=True)]
+
+
+def _outcomes(
+    index: CodeIndex, claims: list[Claim], execution: dict[str, Any] | None
+) -> list[Outcome]:
+    judge = ClaimJudge(SubmissionContext(index), execution)
     out = []
-    for sau, claim in zip(saus, analyze_claims(saus), strict=True):
+    for claim in claims:
         try:
             outcome = judge.judge(claim)
         except Exception as exc:  # a rule bug must not sink the run: fall back to coverage
@@ -158,9 +184,7 @@ def judge_outcomes(
                 )
             except Exception as exc2:
                 outcome = Outcome("error", 0.0, None, f"static judge failed: {exc2!r}", [])
-        if not recorded and outcome.verdict in ("aligned", "partial"):
-            outcome = unconfirmed(outcome, index)
-        out.append((sau, rate(claim, outcome)))
+        out.append(outcome)
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import re
 from typing import Any
 
 from sabench.index import CODE, CodeIndex
@@ -41,9 +42,11 @@ def lines_of_incomplete_run(execution: dict[str, Any] | None) -> dict[str, set[i
 
 
 def lines_raised(execution: dict[str, Any] | None) -> dict[str, set[int]]:
-    """The lines an uncaught exception that ended a process of a run that did not complete was
-    raised through: statements that never completed, so what only they take reaches nothing."""
-    if not execution or execution.get("status", "ok") == "ok":
+    """The lines an uncaught exception that ended a process of the run was raised through:
+    statements that never completed, so what only they take reaches nothing. Whatever the run's
+    status: a process can end by an exception and still exit 0 (an ``atexit`` handler calling
+    ``os._exit(0)``)."""
+    if not execution:
         return {}
     return _recorded(execution, "lines_raised") or {}
 
@@ -82,7 +85,9 @@ def _is_string(n: ast.stmt) -> bool:
 def unexecuted_lines(tree: ast.Module, ran: set[int]) -> set[int]:
     """The lines of the statements that did not run by an execution record's ``ran`` lines: a
     simple statement ran when any of its lines did, a compound one when its header did (its body
-    is judged statement by statement); a decorated definition ran when its decorators did. A bare
+    is judged statement by statement); a decorated definition ran when its decorators did, and a
+    function's header only when some of its body ran (a ``def`` runs at import: a function the
+    run never called implements nothing). A bare
     string (a docstring) never runs: it is read with the block that holds it, which ran when any
     of its other statements did."""
     out: set[int] = set()
@@ -92,11 +97,18 @@ def unexecuted_lines(tree: ast.Module, ran: set[int]) -> set[int]:
             strings.append((n, block))
         elif not any(ln in ran for ln in statement_span(n)):
             out.update(statement_span(n))
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and not _body_ran(n, ran):
+            out.update(statement_span(n))  # defined at import, never called
     for n, block in strings:
         others = [c for c in block if c is not n]
         if block is not tree.body and all(c.lineno in out for c in others):
             out.update(range(n.lineno, (n.end_lineno or n.lineno) + 1))
     return out
+
+
+def _body_ran(fn: ast.FunctionDef | ast.AsyncFunctionDef, ran: set[int]) -> bool:
+    first = fn.body[0].lineno
+    return first == fn.lineno or not ran.isdisjoint(range(first, (fn.end_lineno or first) + 1))
 
 
 def passed_by(tree: ast.Module, ran: set[int]) -> set[int]:
@@ -170,12 +182,16 @@ def unrun_statements(tree: ast.Module, ran: set[int]) -> set[int]:
     return out
 
 
-def executed_index(index: CodeIndex, execution: dict[str, Any] | None) -> CodeIndex:
+def executed_index(
+    index: CodeIndex, execution: dict[str, Any] | None, reached: bool = False
+) -> CodeIndex:
     """The index with the statements that did not run read as dead code, and those whose results
     reach nothing in the whole submission (what did not run left out) as text. A Python code
-    file the record does not name never ran."""
-    ran = lines_run(execution)
-    partial = lines_of_incomplete_run(execution) or {}
+    file the record does not name never ran. ``reached``: a run that did not complete read as if
+    it had ended where it stopped (what it never reached did not run, and the statements its
+    exception went through took effect nowhere)."""
+    ran = lines_of_incomplete_run(execution) if reached else lines_run(execution)
+    partial = {} if reached else lines_of_incomplete_run(execution) or {}
     raised = lines_raised(execution)
     not_run: set[tuple[int, int]] = set()
     trees: dict[str, ast.Module] = {}
@@ -203,16 +219,26 @@ def executed_index(index: CodeIndex, execution: dict[str, Any] | None) -> CodeIn
     inert: set[tuple[int, int]] = set()
     unread: set[str] = set()
     with contextlib.suppress(RecursionError):
-        skips = None if ran is None else {p: unrun_statements(t, ran[p]) for p, t in trees.items()}
+        skips = None
+        if ran is not None:
+            skips = {
+                p: unrun_statements(t, ran[p]) | unfinished(t, raised.get(p, set()))
+                for p, t in trees.items()
+            }
         if skips is None and skipped:
             skips = {p: skipped.get(p, set()) for p in trees}
         dropped: dict[str, list[ast.AST]] = {}
         found = inert_in_submission(trees, skips, dropped)
-        kept: set[str] = set()
+        gone = {
+            p: ids | (skips or {}).get(p, set()) | {id(x) for x in dropped[p]}
+            for p, ids in found.items()
+        }
+        kept = _kept(trees, gone)
+        if ran is not None:  # what ran, called only where its result reaches nothing
+            kept = _uncalled(trees, found, gone, kept)
         for path, ids in found.items():
             inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
             unread |= _tokens(trees[path], set())
-            kept |= _tokens(trees[path], ids | {id(x) for x in dropped[path]})
         unread -= kept
     reads = index.reads - unread
     if not (not_run - index.unread) and not (inert - index.unread) and reads == index.reads:
@@ -234,6 +260,41 @@ def executed_index(index: CodeIndex, execution: dict[str, Any] | None) -> CodeIn
         dead=index.dead | not_run,
         inert=index.inert | inert,
     )
+
+
+def _kept(trees: dict[str, ast.Module], gone: dict[str, set[int]]) -> set[str]:
+    return {t for p, tree in trees.items() for t in _tokens(tree, gone[p])}
+
+
+def _uncalled(
+    trees: dict[str, ast.Module],
+    found: dict[str, set[int]],
+    gone: dict[str, set[int]],
+    kept: set[str],
+) -> set[str]:
+    """The module-level functions that only code reaching nothing calls, added to ``found``
+    (their every statement: a function whose results reach nothing implements nothing, however
+    often it ran), to a fixpoint; what the code still reads."""
+    while True:
+        dead = {
+            p: [
+                st
+                for st in tree.body
+                if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
+                and not st.decorator_list
+                and st.name not in kept
+                and id(st) not in gone[p]
+            ]
+            for p, tree in trees.items()
+        }
+        if not any(dead.values()):
+            return kept
+        for p, fns in dead.items():
+            for fn in fns:
+                ids = {id(n) for n in ast.walk(fn) if isinstance(n, ast.stmt)}
+                found[p] |= ids
+                gone[p] |= ids
+        kept = _kept(trees, gone)
 
 
 def _tokens(tree: ast.Module, skip: set[int]) -> set[str]:
@@ -259,6 +320,80 @@ def _tokens(tree: ast.Module, skip: set[int]) -> set[str]:
 #: SA-Bench it moves kappa 0.467 -> 0.468 and exact agreement 0.496 -> 0.494 (docs/calibration.md)
 #: and would make every entry-less hand-made repository partial at best.
 CAP_UNTRACED = False
+
+
+#: the most a claim gets from code that a run which did not complete never reached: it may say
+#: what the paper says, but nothing shows that it runs. Full credit would let a run that breaks at
+#: its first call (or raises on purpose) keep every claim after the break; none would score 0 a
+#: run that stops for want of a dataset or a GPU.
+UNREACHED_CAP = 0.25
+
+
+def _credit(o: Outcome) -> float:
+    return 1.0 if o.verdict == "aligned" else o.score if o.verdict == "partial" else 0.0
+
+
+#: a run that did not complete and reported nothing, judged on the code it ran
+SILENT_RUN = (
+    "The run did not complete and reported nothing (no print, write, save or log call ran): "
+    "no result of its code reached an output."
+)
+#: calls that report: print, write or save something, or log it
+_REPORTING = re.compile(
+    r"^(print|pprint|write|writelines|dump|save\w*|savefig|imwrite|to_(csv|json|parquet|pickle"
+    r"|excel|markdown|latex)|add_scalars?)$"
+)
+_LOGGER_METHODS = frozenset({"info", "warning", "error", "debug", "critical", "exception"})
+
+
+def reported_anything(index: CodeIndex, execution: dict[str, Any] | None) -> bool:
+    """Whether a run that did not complete ran a call that reports (a print, a write, a save, a
+    log line) in its own Python code before it stopped. A run that reported nothing left no
+    result any of its code could reach: on what it ran, it implements no claim."""
+    ran = lines_of_incomplete_run(execution)
+    if ran is None:
+        return True
+    for sf in index.files:
+        lines = ran.get(sf.path)
+        if sf.kind != CODE or sf.language != "python" or not lines:
+            continue
+        parsed = parse_recovering("\n".join(sf.lines))
+        for node in ast.walk(parsed[0]) if parsed else ():
+            if isinstance(node, ast.Call) and node.lineno in lines and _reports(node.func):
+                return True
+    return False
+
+
+def _reports(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return bool(_REPORTING.match(func.id))
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr in _LOGGER_METHODS or func.attr.startswith(
+        "log"
+    ):  # ``logger.info``, ``wandb.log``
+        return any(w in ast.unparse(func.value).lower() for w in _LOGGERS)
+    return bool(_REPORTING.match(func.attr))
+
+
+_LOGGERS = ("log", "wandb", "mlflow", "writer")
+
+
+def settle(reached: Outcome, doubted: Outcome, index: CodeIndex) -> Outcome:
+    """One claim of a run that did not complete: judged on the code it ran (``reached``: what it
+    never reached is text), and on the benefit of the doubt for what it never reached
+    (``doubted``), capped at :data:`UNREACHED_CAP`. The better of the two; credit from code the
+    run never reached is said so."""
+    if doubted.verdict not in ("aligned", "partial"):
+        return doubted if _credit(reached) <= 0 else reached
+    capped = min(_credit(doubted), UNREACHED_CAP)
+    if _credit(reached) >= capped:
+        return reached
+    why = (
+        f"{doubted.reasoning.strip()} The run did not complete and never reached this code: "
+        "nothing shows that it runs (at most partial)."
+    )
+    return dataclasses.replace(doubted, verdict="partial", score=capped, reasoning=why)
 
 
 def unconfirmed(outcome: Outcome, index: CodeIndex) -> Outcome:

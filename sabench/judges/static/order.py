@@ -78,6 +78,8 @@ def judge_order(
     strong_all = all(p is not None and p[1] for p in pos)
     verified = in_order and not keyed_missing and (strong_all or (bool(keyed) and frac >= 0.66))
     extra = f"Not found: {', '.join(keyed_missing[:3])}." if keyed_missing else ""
+    if keyed_missing:  # a named step the pipeline lacks is not vouched for by its name elsewhere
+        judge.anchored = judge.fn_anchor = False
     share = _step_share(steps)
     return judge.by_support(
         share * frac + (1 - share) * cov, evidence, msg, extra, verified=verified
