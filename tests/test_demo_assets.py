@@ -199,6 +199,9 @@ def test_manifest_lists_exactly_the_papers_saus(agent, paper):
             assert entry.get("drift") and entry.get("location"), sau_id
         if agent == "reference":
             assert verdict == "aligned", sau_id
+        for judge in ("static", "exec"):  # one judge's verdict, where it differs from the above
+            if judge in entry:
+                assert entry[judge]["verdict"] in {*VERDICT_MODES, "partial"}, (sau_id, judge)
     with_expected = {s["id"] for s in _saus(paper)["saus"] if "expected" in s}
     flagged = {k for k, v in manifest["expected"].items() if v.get("needs_execution")}
     assert flagged == with_expected

@@ -207,3 +207,110 @@ def test_a_failed_run_reported_something_only_where_a_reporting_call_ran(
     assert reported_anything(_index(tmp_path), ran) is reports
     not_reached = {"status": "failed", "lines_run": {"main.py": [1]}}
     assert not reported_anything(_index(tmp_path), not_reached)
+
+
+DRAW = "import numpy as np\n\n\ndef draw(rng, n):\n    return rng.normal(size=n)\n\n\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "inert"),
+    [
+        # a generator made for the call and dropped: the draw changes nothing anyone reads
+        ("    x = draw(np.random.default_rng(0), 3)\n    return a\n", {9}),
+        # the caller's own generator, dead after the draw: the same
+        ("    rng = np.random.default_rng(0)\n    x = draw(rng, 3)\n    return a\n", {9, 10}),
+        # ... read after it: the draw moved it on, so it stays
+        ("    rng = np.random.default_rng(0)\n    draw(rng, 3)\n    return rng.random()\n", set()),
+        # a generator the caller was given: changed for whoever gave it
+        ("    draw(a, 3)\n    return 0\n", set()),
+    ],
+)
+def test_a_call_that_changes_only_what_it_is_given_acts_where_that_is_read_later(
+    body: str, inert: set[int]
+) -> None:
+    src = DRAW + "def run(a):\n" + body
+    assert _inert_lines({"main.py": src})["main.py"] == inert
+
+
+def test_a_function_that_changes_its_parameter_passes_that_on_to_its_callers() -> None:
+    helpers = DRAW + "def twice(rng):\n    draw(rng, 1)\n    return draw(rng, 1)\n"
+    main = (
+        "import numpy as np\nfrom helpers import twice\n\n\ndef run(a):\n"
+        "    rng = np.random.default_rng(0)\n    twice(rng)\n    return rng.random()\n"
+    )
+    assert _inert_lines({"main.py": main, "helpers.py": helpers})["main.py"] == set()
+    dropped = main.replace("return rng.random()", "return a")
+    assert _inert_lines({"main.py": dropped, "helpers.py": helpers})["main.py"] == {6, 7}
+    # one that prints acts, whatever it is given
+    loud = helpers.replace("return draw(rng, 1)", "print(draw(rng, 1))")
+    assert _inert_lines({"main.py": dropped, "helpers.py": loud})["main.py"] == set()
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "learning_rate = 0.05\n",
+        "SETTINGS = {'learning_rate': 0.05, 'epochs': 500}\nlearning_rate = SETTINGS['learning_rate']\n",
+    ],
+)
+def test_a_setting_only_code_reaching_nothing_reads_is_text_by_the_runs_record(
+    tmp_path: Path, config: str
+) -> None:
+    """A module-level value (a constant, a dict of settings) whose every reader reaches nothing
+    is text when the run's record shows what ran; read where the result is reported, it is
+    the implementation."""
+    claim = "Gradient descent uses a learning rate of 0.05."
+    (tmp_path / "config.py").write_text(config)
+    for step, credited in (
+        ("w = w - learning_rate * 2.0", True),
+        ("step = learning_rate * 2.0", False),
+    ):
+        main = (
+            "from config import learning_rate\n\n\ndef main(w):\n"
+            f"    {step}\n    print(w)\n\n\nmain(1.0)\n"
+        )
+        (tmp_path / "main.py").write_text(main)
+        lines = {
+            "main.py": list(range(1, len(main.splitlines()) + 1)),
+            "config.py": list(range(1, len(config.splitlines()) + 1)),
+        }
+        j = _judge_d1(tmp_path, claim, {"status": "ok", "lines_run": lines})
+        assert (j.verdict == "aligned") is credited, j.reasoning
+
+
+def _judge_d1(root: Path, claim: str, execution: dict):
+    (j,) = judge_static(
+        root, [{"paper": "p", "sau_id": "p-1", "dimension": "D1", "claim": claim}], execution
+    )
+    return j
+
+
+def test_a_setting_passed_to_the_call_the_run_died_in_keeps_the_capped_doubt(
+    tmp_path: Path,
+) -> None:
+    """An honest run that dies in a stub before it uses a setting it was given: the call it died
+    in is where the run stopped, and what of it the run never reached (the loop the setting
+    drives) gets the same capped doubt as the code after it; the setting is not text."""
+    (tmp_path / "config.py").write_text("learning_rate = 0.05\n")
+    main = (
+        "from config import learning_rate\n\n\n"  # 1-3
+        "def init(w):\n    raise NotImplementedError('TODO')\n\n\n"  # 4-7
+        "def fit(w, lr):\n    w = init(w)\n    for _ in range(10):\n"  # 8-10
+        "        w = w - lr * 2.0 * w\n    return w\n\n\n"  # 11-14
+        "print(fit(1.0, learning_rate))\n"  # 15
+    )
+    (tmp_path / "main.py").write_text(main)
+    claim = "Gradient descent uses a learning rate of 0.05."
+    died = {
+        "status": "failed",
+        "lines_run": {"main.py": [1, 4, 5, 8, 9, 15], "config.py": [1]},
+        "lines_raised": {"main.py": [5, 9, 15]},
+    }
+    j = _judge_d1(tmp_path, claim, died)
+    assert (j.verdict, j.score) == ("partial", UNREACHED_CAP), j.reasoning
+    ran = {
+        "status": "ok",
+        "lines_run": {"main.py": [1, 4, 8, 9, 10, 11, 12, 15], "config.py": [1]},
+    }
+    (tmp_path / "main.py").write_text(main.replace("raise NotImplementedError('TODO')", "return w"))
+    assert _judge_d1(tmp_path, claim, ran).verdict == "aligned"

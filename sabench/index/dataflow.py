@@ -46,7 +46,8 @@ MUTATORS = words(
 #: calls that make a new object: a name bound only to these may be changed without an effect
 _FRESH_CALLS = words(
     "zeros ones empty full zeros_like ones_like empty_like full_like array copy deepcopy dict "
-    "list set defaultdict OrderedDict Counter deque arange linspace eye identity"
+    "list set defaultdict OrderedDict Counter deque arange linspace eye identity default_rng "
+    "RandomState Generator"
 )
 DYNAMIC = words("locals vars eval exec globals")
 #: calls that may draw a new value each time (``f() - f()`` need not be zero)
@@ -105,7 +106,7 @@ def store_base(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-class _Sig:
+class Sig:
     """A function's parameters and those whose values reach its return value or its effects."""
 
     def __init__(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -116,11 +117,25 @@ class _Sig:
         self.kwarg = a.kwarg.arg if a.kwarg else None
         self.all = {*self.pos, *self.named} | {x for x in (self.vararg, self.kwarg) if x}
         self.reach: set[str] = set()
+        #: what calling it does besides computing its result: acts on the world, or changes
+        #: these parameters (decided over the submission, :func:`~sabench.index.liveness`)
+        self.acts = True
+        self.mutates: set[str] = set()
         #: it returns nothing and raises (a stub): its arguments are left to the stub rules
         own = list(walk_own(fn, set()))
         self.stub = any(isinstance(n, ast.Raise) for n in own) and not any(
             isinstance(n, ast.Return) and n.value is not None for n in own
         )
+
+    def bound(self, call: ast.Call) -> dict[str, ast.AST] | None:
+        """The arguments of ``call`` by the parameter they bind (None: unpacked, unknown)."""
+        if any(isinstance(x, ast.Starred) for x in call.args) or any(
+            k.arg is None for k in call.keywords
+        ):
+            return None
+        out = {self.pos[i]: a for i, a in enumerate(call.args) if i < len(self.pos)}
+        out.update({k.arg: k.value for k in call.keywords if k.arg in self.named})
+        return out
 
     def args(self, call: ast.Call) -> list[ast.AST] | None:  # those reaching (None: all)
         if any(isinstance(x, ast.Starred) for x in call.args):
@@ -163,6 +178,9 @@ class ModuleFacts:
         #: the functions that only compute: the module's own, those it imports from the
         #: submission (by their local names), and ``alias.f`` for ``import helpers as alias``
         self.pure_fns: set[str] = set()
+        #: local names (and ``alias.f``) of the submission's functions that only change their
+        #: parameters: a call of one acts only where what it is given is read later
+        self.mutators: dict[str, Sig] = {}
         #: local names (and ``alias.f``) -> the submission's module (path) and function they are
         self.imported: dict[str, tuple[str, str]] = {}
         #: names read per expression node (by id), for the duration of the analysis
@@ -170,8 +188,8 @@ class ModuleFacts:
         #: the statements that did not run (by an execution record): they do nothing
         self.skip = skip or set()
         #: bare names -> the submission's functions they call, and module aliases -> theirs
-        self.sigs: dict[str, _Sig] = {}
-        self.module_sigs: dict[str, dict[str, _Sig]] = {}
+        self.sigs: dict[str, Sig] = {}
+        self.module_sigs: dict[str, dict[str, Sig]] = {}
         self.shadow: set[str] = set()
         #: the names of the function analysed that are bound only to new dicts
         self.dicts: set[str] = set()
@@ -182,7 +200,7 @@ class ModuleFacts:
                 bound[n] = bound.get(n, 0) + 1
         #: the module-level functions with a summary: bound once, undecorated
         self.own = {
-            st.name: (st, _Sig(st))
+            st.name: (st, Sig(st))
             for st in tree.body
             if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
             and not st.decorator_list
@@ -221,6 +239,38 @@ class ModuleFacts:
             if isinstance(n, ast.Yield | ast.YieldFrom | ast.Await | ast.NamedExpr):
                 return True
         return False
+
+    def effects(self, node: ast.AST, fresh: Collection[str]) -> bool | set[str]:
+        """What evaluating ``node`` may change: True when something outside the function may
+        change (a write, a print, a global, a parameter), else the local names, bound only to
+        values the function created (``fresh``), whose values may change (``rng.normal()``, a
+        submission function changing the list it is given): such a change matters only where
+        the name is read later."""
+        out: set[str] = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Yield | ast.YieldFrom | ast.Await | ast.NamedExpr):
+                return True
+            if not isinstance(n, ast.Call) or self.pure_call(n):
+                continue
+            sig = self.mutators.get(dotted(n.func)) if dotted(n.func) not in self.shadow else None
+            if sig is not None:
+                bound = sig.bound(n)
+                changed = (
+                    [bound[p] for p in sig.mutates if p in bound] if bound is not None else None
+                )
+            elif isinstance(n.func, ast.Attribute) and store_base(n.func) not in self.modules:
+                changed = [n.func.value, *changed_arguments(n)]
+            else:
+                changed = None
+            if changed is None:
+                return True
+            for value in changed:
+                owner = store_base(value)
+                if owner is not None and owner in fresh:
+                    out.add(owner)
+                elif not is_fresh(value):
+                    return True
+        return out
 
     def effectful_args(self, call: ast.Call) -> bool:
         return any(self.effectful(a) for a in (*call.args, *(k.value for k in call.keywords)))
@@ -394,6 +444,13 @@ def walk_own(node: ast.AST, skip: set[int]) -> Iterator[ast.AST]:
 
 _FRESH_NODES = (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant, ast.ListComp, ast.DictComp)
 _FRESH_NODES += (ast.SetComp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.JoinedStr)
+
+
+def changed_arguments(call: ast.Call) -> list[ast.AST]:
+    """What a method call changes besides its object: ``rng.shuffle(x)`` shuffles ``x``."""
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "shuffle" and call.args:
+        return [call.args[0]]
+    return []
 
 
 def is_new_dict(value: ast.AST | None) -> bool:

@@ -36,6 +36,8 @@ from sabench.index.dataflow import (
     PURE_BUILTINS,
     Live,
     ModuleFacts,
+    Sig,
+    changed_arguments,
     child_statements,
     constant_test,
     dotted,
@@ -62,11 +64,16 @@ class _Function:
         #: the statement (or handler) each statement is in, and those holding a live one
         self.parent: dict[int, int] = {}
         self.has_live: set[int] = set()
-        #: the function does more than compute its return value (calls something impure other
-        #: than the module's functions, yields, stores into what it did not create) ...
+        #: the function does more than compute its return value and change its parameters
+        #: (calls something impure other than the submission's functions, yields, stores into
+        #: what it neither created nor was given) ...
         self.acts = False
-        #: ... or calls a bare name that may be impure
-        self.calls: set[str] = set()
+        #: ... or calls a bare name (or a submission module's function) that may ...
+        self.calls: list[ast.Call] = []
+        #: ... and the parameters it changes (``rng.normal()``, ``p.x = 1``, ``w += g``)
+        self.mutates: set[str] = set()
+        self.params = params
+        impure: list[ast.Call] = []  # other calls that may act, decided once ``fresh`` is known
         stores: list[tuple[ast.AST, bool]] = []
         for stmt in body:
             if is_module and isinstance(
@@ -82,11 +89,11 @@ class _Function:
                             self.parent[id(c)] = id(n)
                 if isinstance(n, ast.Call):
                     if isinstance(n.func, ast.Name) and n.func.id not in PURE_BUILTINS:
-                        self.calls.add(n.func.id)
+                        self.calls.append(n)
                     elif dotted(n.func) in mod.imported:
-                        self.calls.add(dotted(n.func))  # ``helpers.f(...)``
+                        self.calls.append(n)  # ``helpers.f(...)``
                     elif not mod.pure_call(n):
-                        self.acts = True
+                        impure.append(n)
                 elif isinstance(n, ast.Yield | ast.YieldFrom | ast.Await | ast.NamedExpr):
                     self.acts = True
                 if isinstance(n, ast.Global | ast.Nonlocal):
@@ -133,14 +140,36 @@ class _Function:
         self.dicts = {k for k, v in dicts.items() if v and assigned.get(k)} & self.fresh
         for x, aug in stores:
             if isinstance(x, ast.Name):
-                self.acts = self.acts or (aug and x.id not in self.fresh)
-            else:
-                self.acts = self.acts or store_base(x) not in self.fresh
+                if aug and x.id not in self.fresh:
+                    self._changes(x)
+            elif store_base(x) not in self.fresh:
+                self._changes(x)
+        for call in impure:  # a method of a value it created or was given changes only that
+            owner = store_base(call.func.value) if isinstance(call.func, ast.Attribute) else None
+            if owner is None or owner in mod.modules:
+                self.acts = True
+                continue
+            for changed in (call.func.value, *changed_arguments(call)):
+                self._changes(changed)
         self.locals = set(assigned) | params
         #: names read after the function's end (closures; every global of the module) are live
         self.always = frozenset(captured) | frozenset(assigned if is_module else declared)
         self.loops: list[tuple[set[str], Live]] = []  # (head, exit) of the enclosing loops
         self.extra: Live = frozenset()  # live at every point (a ``try``'s handlers)
+
+    def _acts(self, node: ast.AST, after: Live) -> bool:
+        """Whether evaluating ``node`` changes something that is read later (or outside)."""
+        changed = self.mod.effects(node, self.fresh)
+        return changed is True or any(n in after or n + KEYS in after for n in changed)
+
+    def _changes(self, value: ast.AST) -> None:
+        """``value`` may be changed: the function changes its parameter, or acts when it is
+        neither its parameter nor a value it created."""
+        owner = store_base(value)
+        if owner is not None and owner in self.params and owner not in self.nonlocal_:
+            self.mutates.add(owner)
+        elif not (owner is not None and owner in self.fresh) and not is_fresh(value):
+            self.acts = True
 
     def run(self, body: list[ast.stmt]) -> Live:  # afresh; the names live at its start
         self.live, self.has_live, self.loops, self.extra = set(), set(), [], frozenset()
@@ -212,7 +241,7 @@ class _Function:
                 and isinstance(v.func, ast.Name)
                 and v.func.id not in PURE_BUILTINS
             )  # ``main()`` at module level runs the program, whatever it returns
-            if not entry and not mod.effectful(v):
+            if not entry and not self._acts(v, after):
                 return after  # a computation whose result nobody takes
             self._mark(s)
             return after | mod.names(v)
@@ -277,7 +306,7 @@ class _Function:
             if isinstance(s, ast.Assign)
             else store_names(s.target)
         )
-        needs = {"value"} if self.mod.effectful(value) else set()
+        needs = {"value"} if self._acts(value, after) else set()
         kill: set[str] = set()
         reads: set[str] = set()
         for t in targets:
@@ -459,31 +488,65 @@ def _purity(
     mods: dict[str, ModuleFacts],
     analyses: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, _Function]]],
 ) -> None:
-    """Each module's ``pure_fns``, to a fixpoint over the submission: a function is pure when
-    nothing of it leaves but its return value, and the functions it calls (its module's, or
-    those it imports from the submission) are pure; a name defined twice is pure only if each
-    one is."""
-    candidates: dict[str, dict[str, set[str]]] = {}
+    """What calling each function does, to a fixpoint over the submission: it acts (on the
+    world: a write, a print, a global, anything it calls that does), or it only changes some of
+    its parameters (``rng.normal()`` on the generator it is given, through the functions it
+    calls too), or it only computes. Sets each module's ``pure_fns`` and ``mutators``, its own
+    functions' and those it imports from the submission; a name defined twice is pure only if
+    each one is."""
+    entries: dict[str, dict[str, list[tuple[_Function, Sig]]]] = {p: {} for p in mods}
     for p, found in analyses.items():
-        impure = {fn.name for fn, f in found if f.acts or fn.decorator_list}
-        candidates[p] = {}
         for fn, f in found:
-            if fn.name not in impure:
-                candidates[p].setdefault(fn.name, set()).update(f.calls)
+            own = mods[p].own.get(fn.name)
+            sig = own[1] if own is not None and own[0] is fn else Sig(fn)
+            sig.acts, sig.mutates = f.acts or bool(fn.decorator_list), set(f.mutates)
+            entries[p].setdefault(fn.name, []).append((f, sig))
+
+    def callees(p: str, call: ast.Call) -> list[Sig]:
+        name = dotted(call.func)
+        if name not in entries[p] and name in mods[p].imported:
+            p, name = mods[p].imported[name]
+        return [sig for _, sig in entries[p].get(name, [])]
+
     changed = True
     while changed:
         changed = False
-        for p, m in mods.items():
-            for local, (src, name) in m.imported.items():
-                if local in candidates[p] or any(fn.name == local for fn, _ in analyses[p]):
-                    continue  # the module defines its own
-                if local not in m.pure_fns and name in mods[src].pure_fns:
-                    m.pure_fns.add(local)
+        for p, by_name in entries.items():
+            for f, sig in (e for found in by_name.values() for e in found):
+                before = (sig.acts, len(sig.mutates))
+                for call in f.calls if not sig.acts else ():
+                    targets = callees(p, call)
+                    sig.acts = sig.acts or not targets or any(t.acts for t in targets)
+                    for target in targets:
+                        if target is not sig and not sig.acts:
+                            _passes_on(f, sig, call, target)
+                if (sig.acts, len(sig.mutates)) != before:
                     changed = True
-            for name, calls in candidates[p].items():
-                if name not in m.pure_fns and calls <= m.pure_fns | {name}:
-                    m.pure_fns.add(name)
-                    changed = True
+    for p, m in mods.items():
+        named = dict(entries[p])
+        for local, (src, name) in m.imported.items():
+            named.setdefault(local, entries[src].get(name, []))
+        for name, found in named.items():
+            if found and all(not s.acts and not s.mutates for _, s in found):
+                m.pure_fns.add(name)
+            elif len(found) == 1 and not found[0][1].acts:
+                m.mutators[name] = found[0][1]
+
+
+def _passes_on(f: _Function, sig: Sig, call: ast.Call, target: Sig) -> None:
+    """``f`` calls ``target``, which changes some of its parameters: ``f`` changes its own
+    parameters that it passes there, and acts when it passes what is neither its own creation
+    nor its parameter."""
+    bound = target.bound(call)
+    for param in target.mutates:
+        value = bound.get(param) if bound is not None else call
+        if value is None:
+            continue
+        owner = store_base(value)
+        if owner is not None and owner in f.params and owner not in f.nonlocal_:
+            sig.mutates.add(owner)
+        elif not (owner is not None and owner in f.fresh) and not is_fresh(value):
+            sig.acts = True
 
 
 def _dead_in(stmts: list[ast.stmt], live: set[int], module: bool = False) -> set[int]:

@@ -14,6 +14,8 @@ import ast
 import contextlib
 import dataclasses
 import re
+from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from sabench.index import CODE, CodeIndex
@@ -214,8 +216,6 @@ def executed_index(
             skipped[sf.path] = passed_by(parsed[0], partial[sf.path])
             lines_past = statement_lines(parsed[0], skipped[sf.path])
             not_run.update((fid, ln) for ln in lines_past)
-            # the statements an exception ended the run through: ran, but took effect nowhere
-            skipped[sf.path] |= unfinished(parsed[0], raised.get(sf.path, set()))
     inert: set[tuple[int, int]] = set()
     unread: set[str] = set()
     with contextlib.suppress(RecursionError):
@@ -239,7 +239,7 @@ def executed_index(
         for path, ids in found.items():
             inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
             unread |= _tokens(trees[path], set())
-        unread -= kept
+        unread -= set(kept)
     reads = index.reads - unread
     if not (not_run - index.unread) and not (inert - index.unread) and reads == index.reads:
         return index
@@ -253,6 +253,12 @@ def executed_index(
         fid = index.file_id(fact.file) if fact.kind == "config" else None
         if fid is not None and fact.setting in unread and fact.setting in index.reads:
             declared.add((fid, fact.line))
+    if ran is not None:  # ... and, by a run's record, module-level data (dicts too) nothing reads
+        for path, tree in trees.items():
+            for st in _module_data(tree.body):
+                names = _assigned_names(st)
+                if names is not None and not any(n in reads for n in names):
+                    declared.update((fids[path], ln) for ln in range(st.lineno, st.end_lineno + 1))
     return dataclasses.replace(
         index,
         reads=reads,
@@ -262,31 +268,64 @@ def executed_index(
     )
 
 
-def _kept(trees: dict[str, ast.Module], gone: dict[str, set[int]]) -> set[str]:
-    return {t for p, tree in trees.items() for t in _tokens(tree, gone[p])}
+def _module_data(body: list[ast.stmt]) -> Iterator[ast.Assign | ast.AnnAssign]:
+    """The module's assignments (of its own names), in its ``if``/``try`` too."""
+    for st in body:
+        if isinstance(st, ast.Assign | ast.AnnAssign) and st.value is not None:
+            yield st
+        elif not isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield from _module_data(child_statements(st))
+
+
+def _binds_only(st: ast.Assign | ast.AnnAssign, kept: Counter[str]) -> bool:
+    """The assignment binds names, none of which the code still reads (but itself)."""
+    names = _assigned_names(st)
+    own = Counter(_token_list(st, set()))
+    return names is not None and not any(kept[n] > own[n] for n in names)
+
+
+def _assigned_names(st: ast.Assign | ast.AnnAssign) -> list[str] | None:
+    """The names an assignment binds; None when it stores into an attribute or an item."""
+    targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+    nodes = [n for t in targets for n in ast.walk(t)]
+    if not all(isinstance(n, ast.Name | ast.Tuple | ast.List | ast.Store) for n in nodes):
+        return None
+    return [n.id for n in nodes if isinstance(n, ast.Name)]
+
+
+def _kept(trees: dict[str, ast.Module], gone: dict[str, set[int]]) -> Counter[str]:
+    return Counter(t for p, tree in trees.items() for t in _token_list(tree, gone[p]))
 
 
 def _uncalled(
     trees: dict[str, ast.Module],
     found: dict[str, set[int]],
     gone: dict[str, set[int]],
-    kept: set[str],
-) -> set[str]:
-    """The module-level functions that only code reaching nothing calls, added to ``found``
+    kept: Counter[str],
+) -> Counter[str]:
+    """The module-level functions that only code reaching nothing calls, and the module's data
+    (an assignment computing nothing: no call) that only such code reads, added to ``found``
     (their every statement: a function whose results reach nothing implements nothing, however
     often it ran), to a fixpoint; what the code still reads."""
     while True:
         dead = {
             p: [
                 st
-                for st in tree.body
-                if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
-                and not st.decorator_list
-                and st.name not in kept
-                and id(st) not in gone[p]
+                for st in (*tree.body, *_module_data(tree.body))
+                if (
+                    isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and not st.decorator_list
+                    and st.name not in kept
+                )
+                or (
+                    isinstance(st, ast.Assign | ast.AnnAssign)
+                    and not any(isinstance(n, ast.Call | ast.Lambda) for n in ast.walk(st))
+                    and _binds_only(st, kept)
+                )
             ]
             for p, tree in trees.items()
         }
+        dead = {p: [st for st in sts if id(st) not in gone[p]] for p, sts in dead.items()}
         if not any(dead.values()):
             return kept
         for p, fns in dead.items():
@@ -297,22 +336,35 @@ def _uncalled(
         kept = _kept(trees, gone)
 
 
-def _tokens(tree: ast.Module, skip: set[int]) -> set[str]:
-    """What the code reads (names, attributes, strings: keys) outside the nodes ``skip`` names."""
-    out: set[str] = set()
+def _tokens(tree: ast.AST, skip: set[int]) -> set[str]:
+    return set(_token_list(tree, skip))
+
+
+def _token_list(tree: ast.AST, skip: set[int]) -> list[str]:
+    """What the code reads (names, attributes, strings: keys) outside the nodes ``skip`` names,
+    once per read. A store reads nothing, nor does a dict display's string key (it names)."""
+    out: list[str] = []
     todo: list[ast.AST] = [tree]
     while todo:
         n = todo.pop()
         if id(n) in skip:
             continue
-        if isinstance(n, ast.Name):
-            out.add(n.id)
-        elif isinstance(n, ast.Attribute):
-            out.add(n.attr)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.append(n.id)
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+            out.append(n.attr)
         elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            out.add(n.value)
-        todo.extend(ast.iter_child_nodes(n))
+            out.append(n.value)
+        if isinstance(n, ast.Dict):
+            keys = [k for k in n.keys if k is not None and not _is_str(k)]
+            todo.extend([*keys, *n.values])
+        else:
+            todo.extend(ast.iter_child_nodes(n))
     return out
+
+
+def _is_str(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 #: an ``aligned`` outcome of a run without a record becomes ``partial`` (0.75) where the index
