@@ -355,6 +355,72 @@ def test_formula_in_another_spelling_is_aligned(tmp_path: Path) -> None:
     assert j.evidence[0].file == "metrics.py" and j.evidence[0].start == 5
 
 
+STEPWISE = """\
+import numpy as np
+
+
+def ridge_loss(w, X, y, lam):
+    residual = X @ w - y
+    mse = np.mean(residual ** 2)
+    return mse + lam * np.sum(w ** 2)
+
+
+def gradient(w, X, y, lam):
+    return 2 * X.T @ (X @ w - y) / len(y) + 2 * lam * w
+"""
+STEPWISE_MAIN = (
+    "import numpy as np\nfrom model import gradient, ridge_loss\n\n"
+    "w, X, y = np.ones(3), np.ones((4, 3)), np.ones(4)\n"
+    "w = w - 0.1 * gradient(w, X, y, 0.1)\nprint(ridge_loss(w, X, y, 0.1))\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("formula", "verdict"),
+    [
+        ("mean((X @ w - y) ** 2) + lam * sum(w ** 2)", "aligned"),
+        ("mean((X @ w - y) ** 2) - lam * sum(w ** 2)", "drifted"),
+        ("mean((X @ w - y) ** 2) + lam * sum(abs(w))", "drifted"),
+    ],
+)
+def test_a_formula_written_in_steps_is_read_as_one_expression(
+    tmp_path: Path, formula: str, verdict: str
+) -> None:
+    """Local names followed back to the values they were given: the loss computed through
+    `residual` and `mse` is the claim's formula, not a drift of the gradient beside it that
+    spells more of its names on one line."""
+    write(tmp_path, {"model.py": STEPWISE, "main.py": STEPWISE_MAIN})
+    j = judge_one(tmp_path, "D2", f"The training loss is `{formula}`.")
+    assert j.verdict == verdict, j.reasoning
+    assert (j.evidence[0].file, j.evidence[0].start) == ("model.py", 7), j.reasoning
+
+
+def test_the_parts_of_a_returned_tuple_are_each_their_own_expression(tmp_path: Path) -> None:
+    """``return w, b`` after two updates is two expressions: the bias's ``-`` is not the weights'."""
+    step = (
+        "def sgd_step(w, b, grad_w, grad_b, lr):\n"
+        "    w = w + lr * grad_w\n    b = b - lr * grad_b\n    return w, b\n\n\n"
+        "print(sgd_step(1.0, 0.0, 0.5, 0.5, 0.1))\n"
+    )
+    write(tmp_path, {"train.py": step})
+    j = judge_one(tmp_path, "D2", "The SGD update is `w = w - lr * grad_w`.")
+    assert j.verdict == "drifted", j.reasoning
+    assert j.evidence[0].start == 2, j.reasoning
+
+
+def test_a_step_whose_result_is_discarded_is_no_step(tmp_path: Path) -> None:
+    zeroed = STEPWISE.replace(
+        "    return mse + lam * np.sum(w ** 2)", "    return mse * 0.0 + lam * np.sum(w ** 2)"
+    ).replace(
+        "    mse = np.mean(residual ** 2)\n", "    mse = np.mean(residual ** 2)\n    mse = 0.5\n"
+    )
+    write(tmp_path, {"model.py": zeroed, "main.py": STEPWISE_MAIN})
+    j = judge_one(
+        tmp_path, "D2", "The training loss is `mean((X @ w - y) ** 2) + lam * sum(w ** 2)`."
+    )
+    assert j.verdict != "aligned", j.reasoning
+
+
 def test_formula_with_other_operators_is_drifted(tmp_path: Path) -> None:
     write(tmp_path, {"metrics.py": METRICS})
     j = judge_one(tmp_path, "D2", "The L2 penalty is `lam * sum(w ** 2)` on the weights.")
@@ -886,6 +952,20 @@ def test_swapped_steps_are_drifted(tmp_path: Path) -> None:
     )
     assert (j.verdict, j.failure_mode) == ("drifted", "implementation_mismatch")
     assert "main.py:6" in j.reasoning and "main.py:7" in j.reasoning
+
+
+def test_the_steps_an_order_drift_names_are_its_first_evidence(tmp_path: Path) -> None:
+    """The report shows and highlights a judgment's first evidence: for steps out of order, the
+    two the reasoning names, not the claim's first step that is in its place."""
+    swapped = PIPELINE.replace(
+        "    X = normalise(X)\n    model = train_model(X, y)\n",
+        "    model = train_model(X, y)\n    X = normalise(X)\n",
+    )
+    write(tmp_path, {"main.py": swapped})
+    j = judge_one(tmp_path, "D4", "The steps run as `load` → `normalise` → `train` → `evaluate`.")
+    assert j.verdict == "drifted", j.reasoning
+    assert [e.start for e in j.evidence[:2]] == [6, 7], j.reasoning
+    assert {e.start for e in j.evidence} >= {5, 6, 7}
 
 
 def test_steps_followed_into_called_functions(tmp_path: Path) -> None:

@@ -94,6 +94,9 @@ class SubmissionContext:
         self.by_name: dict[str, list[Function]] = defaultdict(list)
         #: name -> where the code computes it (formulas.defining_expressions)
         self.defining: dict[str, list[tuple[ast.expr, int, int]]] = {}
+        #: (file, first line) of a function -> its statements' formulas written in steps, by line
+        #: (formulas.stepwise_statements)
+        self.stepwise: dict[tuple[str, int], dict[int, list[str]]] = {}
         for fn in index.functions:
             self.by_name[fn.name].append(fn)
         self.facts_by_value: dict[float, list[Fact]] = defaultdict(list)

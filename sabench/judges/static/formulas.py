@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import copy
 import math
 import re
 import textwrap
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
 from sabench.index import CODE, Function, squash, text_terms
@@ -92,17 +93,31 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
     need = max(1, math.ceil(len(names) * 0.5))
     # the same computation in code whose result reaches nothing or that did not run
     inert: tuple[int, int] | None = None
-    best: tuple[tuple[bool, float, float], float, float, tuple[int, int], Counter[str]] | None = (
-        None
-    )
-    for (fid, ln), k in hits.items():
-        if k < need or judge.index.files[fid].kind != CODE:
+    best: tuple[tuple[bool, float, float], float, float, tuple[int, int], Counter[str], str] | None
+    best = None
+    sites = [
+        (site, formula_tokens(_statement(judge, *site)), "")
+        for site, k in hits.items()
+        if k >= need
+    ]
+    limit = 2 * sum(target.values())
+    functions = {(f.file, f.start): f for s in hits if (f := judge.ctx.function_at(*s)) is not None}
+    for fn in functions.values():
+        for ln, exprs in stepwise_statements(judge, fn).items():
+            for expr in exprs:
+                toks = formula_tokens(expr)
+                if (
+                    sum(toks.values()) <= limit
+                    and sum(min(c, toks[t]) for t, c in names.items()) >= need
+                ):
+                    # a formula written in steps, read as one expression
+                    sites.append(((judge.ctx.fid_of[fn.file], ln), toks, expr))
+    for (fid, ln), toks, stepwise in sites:
+        if judge.index.files[fid].kind != CODE:
             continue
         text = judge.index.is_text(fid, ln)
         if text and (inert is not None or judge.index.is_comment(fid, ln)):
             continue
-        stmt = _statement(judge, fid, ln)
-        toks = formula_tokens(stmt)
         n_cont = sum(min(c, toks.get(t, 0)) for t, c in names.items()) / n_names
         o_total = sum(ops.values()) or 1
         o_cont = sum(min(c, toks.get(t, 0)) for t, c in ops.items()) / o_total
@@ -114,7 +129,7 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
             continue
         key = (n_cont >= 0.999 and o_cont >= 0.999, n_cont + o_cont, n_cont)
         if best is None or key > best[0]:
-            best = (key, n_cont, o_cont, (fid, ln), toks)
+            best = (key, n_cont, o_cont, (fid, ln), toks, stepwise)
     if (best is None or not best[0][0]) and inert is not None:
         fid, ln = inert
         why = (
@@ -125,11 +140,13 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
         return ("inert", why, judge.loc(fid, ln))
     if best is None or best[1] < RULES["formula_names_min"]:
         return ("absent", "", None)
-    _, n_cont, o_cont, (fid, ln), toks = best
+    _, n_cont, o_cont, (fid, ln), toks, stepwise = best
     loc = judge.loc(fid, ln)
-    code = judge.index.files[fid].lines[ln - 1].strip()
+    code = f"`{judge.index.files[fid].lines[ln - 1].strip()[:100]}`"
+    if stepwise:  # the line as written, and what it computes with its local names followed back
+        code += f" (in steps: `{stepwise[:120]}`)"
     if n_cont >= 0.999 and o_cont >= 0.999:
-        return ("aligned", f"`{formula}` matches {judge.where(fid, ln)}: `{code[:100]}`.", loc)
+        return ("aligned", f"`{formula}` matches {judge.where(fid, ln)}: {code}.", loc)
     if len(names) < 2 or o_cont < RULES["formula_ops_min"]:
         return ("absent", "", None)  # a mention of the operands, not the same computation
     lacking = [k.split(":", 1)[1] for k in (target - toks)]
@@ -143,7 +160,7 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
         diff += ("; " if diff else "") + f"has {', '.join(extra[:3])} instead"
     return (
         "drifted",
-        f"`{formula}` differs from {judge.where(fid, ln)} `{code[:100]}`: {diff}.",
+        f"`{formula}` differs from {judge.where(fid, ln)} {code}: {diff}.",
         loc,
     )
 
@@ -205,6 +222,68 @@ def function_tree(judge: ClaimJudge, fn: Function) -> ast.Module | None:
     with contextlib.suppress(SyntaxError, ValueError, RecursionError):
         return ast.parse(textwrap.dedent("\n".join(lines)))
     return None
+
+
+#: how many assignments deep a name is followed back into the expression that reads it
+_STEPS = 3
+
+
+def stepwise_statements(judge: ClaimJudge, fn: Function) -> dict[int, list[str]]:
+    """The expressions of a function's statements (a ``return``, an assignment's value) that read
+    a local name, with each such name replaced by the value its last assignment before gave it, to
+    ``_STEPS`` deep: ``residual = X @ w - y; return np.mean(residual ** 2)`` computes
+    ``np.mean((X @ w - y) ** 2)``. A step whose result reaches nothing (text to the index: a dead
+    store, a value zeroed or overwritten) is no step. By absolute line; read once a submission."""
+    key = (fn.file, fn.start)
+    if key in judge.ctx.stepwise:
+        return judge.ctx.stepwise[key]
+    out: dict[int, list[str]] = defaultdict(list)
+    tree = None if fn.stub else function_tree(judge, fn)
+    assigned: dict[str, list[tuple[int, ast.expr]]] = defaultdict(list)
+    statements: list[tuple[int, ast.expr]] = []
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.Return):
+            continue
+        if node.value is None:
+            continue
+        statements.append((node.lineno, node.value))
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        fid, line = judge.ctx.fid_of[fn.file], fn.start + node.lineno - 1
+        if [type(x) for x in targets] == [ast.Name] and not judge.index.is_text(fid, line):
+            assigned[targets[0].id].append((node.lineno, node.value))  # a step that is used
+    for lineno, value in statements:
+        # the parts of a tuple or list (``return w - lr * gw, b - lr * gb``) are each their own
+        for part in value.elts if isinstance(value, ast.Tuple | ast.List) else [value]:
+            with contextlib.suppress(RecursionError, ValueError):
+                inlined = _inline(part, lineno, assigned, _STEPS)
+                if inlined is not part:
+                    out[fn.start + lineno - 1].append(ast.unparse(inlined))
+    judge.ctx.stepwise[key] = out
+    return out
+
+
+def _inline(
+    node: ast.expr, line: int, assigned: dict[str, list[tuple[int, ast.expr]]], depth: int
+) -> ast.expr:
+    """``node`` with the local names it reads replaced by their values before ``line``; the same
+    object when nothing is replaced."""
+    if depth == 0:
+        return node
+
+    class _Steps(ast.NodeTransformer):
+        changed = False
+
+        def visit_Name(self, name: ast.Name) -> ast.AST:
+            before = [a for a in assigned.get(name.id, ()) if a[0] < line]
+            if not isinstance(name.ctx, ast.Load) or not before:
+                return name
+            at, value = max(before, key=lambda a: a[0])
+            self.changed = True
+            return _inline(copy.deepcopy(value), at, assigned, depth - 1)
+
+    steps = _Steps()
+    new = steps.visit(copy.deepcopy(node))
+    return new if steps.changed else node
 
 
 def function_operations(judge: ClaimJudge, fn: Function) -> list[Operation]:

@@ -56,14 +56,15 @@ def judge_order(
             ia, pa = strong[a]
             ib, pb = strong[b]
             if pa[0] > pb[0]:
-                return Outcome(
+                cited = [judge.loc(pb[2], pb[3]), judge.loc(pa[2], pa[3])]
+                return Outcome(  # the two steps the reasoning names come first: shown, lit
                     "drifted",
                     0.0,
                     "implementation_mismatch",
                     f"Steps out of order in `{fn.qualname}`: '{steps[ib].text}' "
                     f"({judge.where(pb[2], pb[3])}) runs before '{steps[ia].text}' "
                     f"({judge.where(pa[2], pa[3])}).",
-                    evidence,
+                    list(dict.fromkeys(cited + evidence))[:5],
                 )
     n_match = sum(1 for p in pos if p is not None)
     keyed_missing = [st.text for st, p in zip(steps, pos, strict=True) if p is None and st.keys]
