@@ -68,9 +68,28 @@ _REFERENCE = re.compile(
 )
 
 
+#: A place's name followed by a sentence ("Table 2 shows that we train with Adam ...", "Algorithm 1
+#: trains the model with ...", "Section 4.2: We use ..."): four words in a row after the place, all
+#: lowercase (the first may be capitalised after a colon). The sentence quotes what the place
+#: says; "Section 4.2 pseudocode block", "Section 2.6 step 3" and "Section 2: Pretraining and
+#: Adaptation" name the place.
+_SENTENCE_AFTER_PLACE = re.compile(
+    r"^[(\[]?[A-Za-z§]+\.?\s*(?:\(?[A-Za-z]?\d+(?:\.\d+)*[a-z]?\)?|[A-Z](?:\.\d+)*)?"
+    r"(?:,?\s+(?=[a-z])|:\s+)(?P<quote>[A-Za-z][a-z'-]*(?:\s+[a-z][a-z'-]*){3}\b.*)$",
+    re.DOTALL,
+)
+
+
+def quoted_after_place(source: str) -> str | None:
+    """The sentence a place's name introduces in ``source`` (what follows "Table 2"), if any."""
+    source = source.strip()
+    m = _SENTENCE_AFTER_PLACE.match(source) if _REFERENCE.match(source) else None
+    return m["quote"] if m else None
+
+
 def is_reference(source: str) -> bool:
     """Whether ``source`` names a section, table, equation ... rather than quoting the paper."""
-    return bool(_REFERENCE.match(source.strip()))
+    return bool(_REFERENCE.match(source.strip())) and quoted_after_place(source) is None
 
 
 def _words(text: str) -> list[str]:
@@ -162,7 +181,9 @@ def ground(
     only through the quote, of any length; otherwise a source of 15+ characters that names no
     place in the paper (:func:`is_reference`) is a quote and grounds only if found, whatever the
     claim's words match, and a short source or a reference grounds through the claim's words. A
-    quote the paper holds with other numbers is a wrong quote: never grounded."""
+    quote the paper holds with other numbers is a wrong quote: never grounded. A place's name
+    followed by a sentence quotes that sentence (:func:`quoted_after_place`)."""
+    source = quoted_after_place(source) or source
     _score, pos, misquoted = _find(source, paper.norm, min_score)
     is_quote = require_quote or (
         len(normalize(source)) >= MIN_QUOTE_CHARS and not is_reference(source)

@@ -266,6 +266,15 @@ LONG_CLAIM = "The learning rate of 0.07 is used with Adam and cosine decay."
         ("Section 4.2, Table 1", True),
         ("4.2 Training details", True),
         ("Appendix B.1 (Vision Transformer)", True),
+        ("Section 4.2 pseudocode block", True),
+        ("Section 2.6 step 3; Section 2.5", True),
+        ("Section 4.1, Table 6 / VAE from StableDiffusion (SD VAE: 8x downsample, C=4)", True),
+        # a place's name followed by a sentence quotes what is there: absent, it grounds nothing
+        ("Table 2 shows that we train with Adam and cosine decay at 0.07", False),
+        ("Algorithm 1 trains the network with a learning rate of 0.07 and Adam", False),
+        ("Section 4.2: we use a learning rate of 0.07 with Adam", False),
+        ("Section 4.2: We use a learning rate of 0.07 with Adam", False),
+        ("Section 4.2: We optimise the network with stochastic gradient descent", True),
     ],
 )
 def test_a_quote_the_paper_does_not_hold_grounds_nothing(source: str, grounded: bool) -> None:
