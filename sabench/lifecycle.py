@@ -6,11 +6,15 @@ the main snakemake process, never in a dry run, and only when there are jobs to 
 
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import os
 import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sabench.judges.registry import judge_kind
 
@@ -29,6 +33,9 @@ def on_start(settings: Any, workflow: Any) -> None:
         sys.exit(1)
     for line in missing_replay_sources(settings):
         print(f"warning: {line}", file=sys.stderr)
+    switch = runtime_change_line(runtime_changes(workflow))
+    if switch:
+        print(f"warning: {switch}", file=sys.stderr)
 
 
 def missing_replay_sources(settings: Any, repo: Path | None = None) -> list[str]:
@@ -48,6 +55,116 @@ def missing_replay_sources(settings: Any, repo: Path | None = None) -> list[str]
             why = f"source folder not found: {source}"
             lines.append(missing_source_line(agent, paper, seed, spec, why))
     return lines
+
+
+class RuntimeChange(NamedTuple):
+    """A completed run whose execute job reruns only because its runtime settings changed."""
+
+    record: Path  # the run's execution.json, which names the backend it ran under
+    old: Mapping[str, Any]
+    new: Mapping[str, Any]
+
+
+def _settings_param(serialized: Iterable[Any]) -> Mapping[str, Any] | None:
+    """The execute rule's one param (its runtime settings, JSON) as Snakemake records it
+    (``repr`` of the string), or None when it is not that."""
+    values = list(serialized)
+    if len(values) != 1 or not isinstance(values[0], str):
+        return None
+    try:
+        settings = json.loads(ast.literal_eval(values[0]))
+    except (ValueError, SyntaxError, TypeError):
+        return None
+    return settings if isinstance(settings, dict) else None
+
+
+def runtime_changes(workflow: Any) -> list[RuntimeChange]:
+    """The execute jobs Snakemake reruns for a params change alone (its own reason, so exactly
+    what its ``params`` rerun trigger decided): the runtime settings, backend included, are a
+    param of every execution (rules/execute.smk), so a new backend reruns every completed run."""
+    changes = []
+    for job in workflow.dag.needrun_jobs():
+        if job.rule.name != "execute":
+            continue
+        change = getattr(workflow.dag.reason(job), "params_changed", None)
+        if not change:
+            continue
+        old = _settings_param(change.only_old)
+        new = _settings_param(change.only_new)
+        record = getattr(job.output, "record", None)
+        if old is not None and new is not None and old != new and record is not None:
+            changes.append(RuntimeChange(Path(str(record)), old, new))
+    return changes
+
+
+def _shown(key: str, value: Any) -> str:
+    if value is None:
+        return "unset"
+    if key == "backend":
+        from sabench.sandbox import backend_label
+
+        return backend_label(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def _setting(key: str, value: Any) -> str:
+    """A runtime key as the config file says it (``runtime.backend: bwrap``), or that it is unset."""
+    if value is None:
+        return f"runtime.{key} unset"
+    if key == "backend" and not isinstance(value, str):
+        return f"runtime.backend: [{', '.join(value)}]"
+    return f"runtime.{key}: {_shown(key, value)}"
+
+
+def _ran_under(records: Iterable[Path]) -> str:
+    """The backends the runs' execution.json say they ran under, with counts where several."""
+    backends: Counter[str] = Counter()
+    for path in records:
+        try:
+            backends[str(json.loads(path.read_text()).get("backend") or "?")] += 1
+        except (OSError, ValueError, AttributeError):
+            backends["?"] += 1
+    if len(backends) == 1:
+        return next(iter(backends))
+    return ", ".join(f"{name} ({n})" for name, n in backends.most_common())
+
+
+def runtime_change_line(changes: Sequence[RuntimeChange], shown: int = 4) -> str | None:
+    """One line saying how many completed runs a runtime change (a new backend above all, e.g.
+    ``--profile slurm``) re-executes and re-judges, what changed, and how to keep them; None when
+    nothing is rerun for it. A warning, not an error: the rerun may be wanted."""
+    if not changes:
+        return None
+    before: dict[str, set[str]] = {}
+    after: dict[str, set[str]] = {}
+    old_values: dict[str, list[Any]] = {}
+    for change in changes:
+        for key in sorted(set(change.old) | set(change.new)):
+            if change.old.get(key) != change.new.get(key):
+                before.setdefault(key, set()).add(_shown(key, change.old.get(key)))
+                after.setdefault(key, set()).add(_shown(key, change.new.get(key)))
+                values = old_values.setdefault(key, [])
+                if change.old.get(key) not in values:
+                    values.append(change.old.get(key))
+    keys = sorted(before, key=lambda k: (k != "backend", k))  # the backend first
+    diffs = [f"{k}: {'|'.join(sorted(before[k]))} -> {'|'.join(sorted(after[k]))}" for k in keys]
+    if len(diffs) > shown:
+        diffs = [*diffs[:shown], f"{len(keys) - shown} more"]
+    keep = "the runtime settings they ran with"
+    if all(len(old_values[k]) == 1 for k in keys):  # one old value each: name them
+        named = ", ".join(_setting(k, old_values[k][0]) for k in keys[:shown])
+        keep += f" ({named}{', ...' * (len(keys) > shown)})"
+    ran = _ran_under(c.record for c in changes)
+    if ran not in before.get("backend", {ran}):  # what "auto" or a list picked
+        diffs.append(f"ran under {ran}")
+    n = len(changes)
+    return (
+        f"{n} completed run{'s' if n > 1 else ''} of this results folder will be re-executed and "
+        f"re-judged: the runtime settings of {'their' if n > 1 else 'its'} execution changed "
+        f"({'; '.join(diffs)}), and a run's results are those of its backend and settings. To "
+        f"keep them, run this folder with {keep}, or give the new backend its own results= "
+        "folder (docs/hpc.md)"
+    )
 
 
 def on_end(settings: Any, workflow: Any, *, ok: bool) -> None:
