@@ -346,17 +346,18 @@ def test_one_sau_judgment_is_singular(template: str) -> None:
 
 
 def test_scores_show_their_papers_and_saus(full_tables: dict, tmp_path: Path) -> None:
-    """Each score of the summary and the agent pages says over how many papers and SAUs."""
+    """Each score of the summary and the agent pages says over how many papers and SAUs: the
+    distinct SAUs scored (a seed judging P1's SAUs again adds none) of all the papers' SAUs."""
     page = summary(full_tables, tmp_path / "n")
-    by_run = full_tables["scores_by_run"]
-    rows = by_run[(by_run["agent"] == "A") & (by_run["judge"] == "static")]
-    n = int(rows[(rows["dimension"] == "overall") & rows["score"].notna()]["n_saus"].sum())
-    assert n > 0
-    assert f"n = 2 papers · {n} SAUs" in page
+    j = full_tables["judgments"]
+    scored = j[(j["agent"] == "A") & (j["judge"] == "static") & (j["verdict"] != "error")]
+    n = len(scored[["paper", "sau_id"]].drop_duplicates())
+    assert n == 6 and len(scored) == 8  # two seeds of P1: 8 judgments of 6 SAUs
+    assert f"n = 2 papers · {n} of 6 SAUs" in page
     agent = (tmp_path / "n" / "site" / "agents" / "A.html").read_text(encoding="utf-8")
-    assert f"n = 2 papers · {n} SAUs" in agent
+    assert f"n = 2 papers · {n} of 6 SAUs" in agent
     # the matrix: each run's SAUs; coverage explains the runs whose score is withheld
-    assert re.search(r'<span class="n">n=\d+</span>', page)
+    assert re.search(r'<span class="n">n=\d+ of \d+</span>', page)
     assert "n_runs_unscored</th>" in page and "more of their SAUs are <code>error</code>" in page
 
 

@@ -378,7 +378,8 @@ def write_tables(
     if n_incomplete:
         write_text(
             marker,
-            f"{n_incomplete} run(s) of the grid are not complete (incomplete_runs.parquet); "
+            f"{n_incomplete} {'run' if n_incomplete == 1 else 'runs'} of the grid "
+            f"{'is' if n_incomplete == 1 else 'are'} not complete (incomplete_runs.parquet); "
             "the next run of the workflow redoes them and rebuilds these tables.\n",
         )
     else:
@@ -426,8 +427,9 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
     lines = [
         "### Not complete",
         "",
-        f"{n_runs} run(s) of the grid have no current judgments of at least one judge; they are "
-        "left out of every score above.",
+        f"{n_runs} {'run' if n_runs == 1 else 'runs'} of the grid "
+        f"{'has' if n_runs == 1 else 'have'} no current judgments of at least one judge; "
+        f"{'it is' if n_runs == 1 else 'they are'} left out of every score above.",
     ]
     if n_absent < n_runs:
         lines[-1] += (

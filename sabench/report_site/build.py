@@ -17,10 +17,11 @@ from sabench.report_site.extras import (
     search_index,
     write_downloads,
 )
-from sabench.report_site.formatting import slug
+from sabench.report_site.formatting import noun, plural, slug
 from sabench.report_site.fragments import (
     ROOT,
     escape,
+    judges_html,
     judgment_html,
     paper_row_html,
     sau_data,
@@ -53,9 +54,12 @@ def _env() -> Any:
         keep_trailing_newline=True,
     )
     env.filters["slug"] = slug
+    env.filters["plural"] = plural
+    env.filters["noun"] = noun
     # called directly by the templates (the pages' most repeated pieces: a macro call costs more)
     env.globals.update(
         judgment_html=judgment_html,
+        judges_html=judges_html,
         verdict_html=verdict_html,
         sau_data=sau_data,
         sau_html=sau_html,

@@ -70,21 +70,67 @@ def judgment_html(
         )
     key = (name, open_first, limit)
     cache = cell.setdefault("_html", {})
+    if key not in cache:
+        cited = _cited_html(cell, open_first, limit)
+        cache[key] = (
+            '<div class="judgment">\n'
+            + _verdict_head(name, cell)
+            + (cited or '<p class="none">no evidence cited</p>')
+            + "</div>\n"
+        )
+    return cache[key]  # type: ignore[no-any-return]
+
+
+def judges_html(judges: list[tuple[str, dict[str, Any]]], limit: int = 99) -> str:
+    """The judgments of one SAU by the judges that judged it: their verdicts and reasoning side
+    by side (``--n`` columns), then each judge's cited code across the whole width, so that three
+    judges do not squeeze their code into a third of the page each."""
+    parts = [f'<div class="judges" style="--n: {len(judges)}">\n']
+    cited = []
+    for name, cell in judges:
+        code = _cited_html(cell, True, limit)
+        none = "" if code else '<p class="none">no evidence cited</p>'
+        parts.append(f'<div class="judgment">\n{_verdict_head(name, cell)}{none}</div>\n')
+        if code:
+            cited.append(
+                f'<div class="cited"><div class="cited-by"><span class="jname">{escape(name)}'
+                f"</span> cites</div>\n{code}</div>\n"
+            )
+    parts += cited
+    parts.append("</div>\n")
+    return "".join(parts)
+
+
+def _verdict_head(name: str, cell: dict[str, Any]) -> str:
+    """A judgment's verdict, score, failure mode and reasoning (kept in the cell)."""
+    cache = cell.setdefault("_html", {})
+    key = ("head", name)
+    if key not in cache:
+        fm = cell["failure_mode"]
+        reasoning = cell["reasoning"]
+        cache[key] = "".join(
+            [
+                '<div class="jhead"><span class="jname">',
+                escape(name),
+                "</span> ",
+                verdict_html(cell["verdict"]),
+                f' <span class="score">score {escape(cell["score"])}</span>',
+                f' <span class="fm">{escape(fm)}</span>' if fm else "",
+                "</div>\n",
+                f'<p class="reasoning">{escape(reasoning)}</p>' if reasoning else "",
+            ]
+        )
+    return cache[key]  # type: ignore[no-any-return]
+
+
+def _cited_html(cell: dict[str, Any], open_first: bool, limit: int) -> str:
+    """A judgment's first ``limit`` cited spans, the others as references; "" when none."""
+    cache = cell.setdefault("_html", {})
+    key = ("cited", open_first, limit)
     if key in cache:
         return cache[key]  # type: ignore[no-any-return]
-    fm = cell["failure_mode"]
-    parts = [
-        '<div class="judgment">\n<div class="jhead"><span class="jname">',
-        escape(name),
-        "</span> ",
-        verdict_html(cell["verdict"]),
-        f' <span class="score">score {escape(cell["score"])}</span>',
-        f' <span class="fm">{escape(fm)}</span>' if fm else "",
-        "</div>\n",
-    ]
-    if cell["reasoning"]:
-        parts.append(f'<p class="reasoning">{escape(cell["reasoning"])}</p>')
     refs = cell["refs"]
+    parts = []
     if cell["evidence"]:
         for i, ev in enumerate(cell["evidence"][:limit]):
             if i == 0 and open_first:
@@ -98,9 +144,6 @@ def judgment_html(
             parts.append(_refs(refs[limit:]))
     elif refs:
         parts.append(_refs(refs) + "\n")
-    else:
-        parts.append('<p class="none">no evidence cited</p>')
-    parts.append("</div>\n")
     cache[key] = html = "".join(parts)
     return html
 
@@ -116,8 +159,8 @@ def sau_data(attrs: dict[str, str]) -> str:
 
 def sau_html(sau: dict[str, Any], text_href: str) -> str:
     """One SAU of a run page (:func:`sabench.report_site.pages.run_context`): the claim and the
-    paper's sentence (linked into the paper's text page at ``text_href``), then each judge that
-    judged it across the page's width, and the judges that did not."""
+    paper's sentence (linked into the paper's text page at ``text_href``), then the judges that
+    judged it (:func:`judges_html`), and the judges that did not."""
     anchor = escape(sau["anchor"])
     cls = "sau f" + (" ok" if sau["ok"] else "") + (" disagree" if sau["disagree"] else "")
     parts = [
@@ -149,9 +192,7 @@ def sau_html(sau: dict[str, Any], text_href: str) -> str:
         )
     parts.append("</div>\n")
     if sau["judges"]:
-        parts.append(f'<div class="judges" style="--n: {len(sau["judges"])}">\n')
-        parts += [judgment_html(name, cell) for name, cell in sau["judges"]]
-        parts.append("</div>\n")
+        parts.append(judges_html(sau["judges"]))
     if sau["not_judged"]:
         names = ", ".join(escape(n) for n in sau["not_judged"])
         parts.append(f'<p class="not-judged">Not judged by {names}.</p>\n')

@@ -11,7 +11,12 @@ import pandas as pd
 
 from sabench.report_site.formatting import as_text, evidence_spans, num, records, slug
 from sabench.report_site.sources import Run, Sources
-from sabench.scoring import DIMENSION_ORDER
+from sabench.scoring import DIMENSION_ORDER, OVERALL, claim_scores
+
+#: What a run without a submission is (a replay source without the paper): said where it is shown
+NO_SUBMISSION = (
+    "The agent has no submission for this paper (missing_source). This is coverage, not a score"
+)
 
 
 class Site:
@@ -46,10 +51,21 @@ class Site:
         self.verdicts: dict[Run, dict[str, dict[str, dict[str, Any]]]] = defaultdict(
             lambda: defaultdict(dict)
         )
-        for rec in records(self.judgments):
+        # per run and judge: the SAUs it scored (verdict not error), with their dimension
+        self.scored: dict[Run, dict[str, dict[str, str]]] = defaultdict(lambda: defaultdict(dict))
+        counted = (
+            claim_scores(self.judgments).notna().tolist()
+            if {"verdict", "score"} <= set(self.judgments.columns)
+            else [True] * len(self.judgments)
+        )
+        for i, rec in enumerate(records(self.judgments)):
             run = (str(rec["agent"]), str(rec["paper"]), str(rec["seed"]))
             rec["evidence"] = evidence_spans(rec.get("evidence"))
             self.verdicts[run][str(rec["sau_id"])][str(rec["judge"])] = rec
+            if counted[i]:
+                self.scored[run][str(rec["judge"])][str(rec["sau_id"])] = as_text(
+                    rec.get("dimension")
+                )
         for run in self.verdicts:
             self.runs.setdefault(run, {"agent": run[0], "paper": run[1], "seed": run[2]})
         self.run_scores: dict[Run, dict[str, dict[str, float]]] = defaultdict(
@@ -57,7 +73,6 @@ class Site:
         )
         # SAUs judged (not error) per run, judge and dimension: the n behind each score
         self.run_n: dict[Run, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(dict))
-        self.agent_n: dict[tuple[str, str, str], int] = defaultdict(int)
         for rec in records(self.by_run):
             run = (str(rec["agent"]), str(rec["paper"]), str(rec["seed"]))
             score = rec["score"]
@@ -65,8 +80,17 @@ class Site:
             self.run_scores[run][judge][dim] = math.nan if score is None else float(score)
             n = int(rec.get("n_saus") or 0)
             self.run_n[run][judge][dim] = n
-            if score is not None and not math.isnan(float(score)):
-                self.agent_n[(run[0], judge, dim)] += n
+        # every SAU of each paper with its dimension (the table's, then any judged SAU it lacks):
+        # what each n is "of"
+        self.paper_saus: dict[str, dict[str, str]] = defaultdict(dict)
+        for paper, rows in self.saus.items():
+            for row in rows:
+                self.paper_saus[paper][str(row["sau_id"])] = as_text(row.get("dimension"))
+        for run, saus in self.verdicts.items():
+            for sau_id, recs in saus.items():
+                dims = [as_text(r.get("dimension")) for r in recs.values()]
+                self.paper_saus[run[1]].setdefault(sau_id, dims[0] if dims else "")
+        self._n_of: dict[tuple[tuple[Run, ...], str, str], tuple[int, int]] = {}
         all_runs = sorted(self.runs)
         self.agents = sorted({r[0] for r in all_runs})
         self.papers = sorted({r[1] for r in all_runs} | set(self.saus))
@@ -85,6 +109,54 @@ class Site:
         self._file_hrefs: dict[tuple[Run, str], str] = {}
         #: each agent's ``description`` from the agents file (shown on its pages)
         self.descriptions: dict[str, str] = dict(descriptions or {})
+        #: runs whose agent had no submission for the paper (``missing_source``): why
+        self.no_submission: dict[Run, str] = {
+            run: as_text(rec.get("agent_error"))
+            for run, rec in self.runs.items()
+            if as_text(rec.get("agent_status")) == "missing_source"
+        }
+
+    def no_submission_note(self, run: Run) -> str:
+        """What a run without a submission is, for the pages' titles; "" for any other run."""
+        if run not in self.no_submission:
+            return ""
+        why = self.no_submission[run]
+        text = NO_SUBMISSION + (f" ({why})" if why else "")
+        scored = any(
+            not math.isnan(v)
+            for dims in self.run_scores.get(run, {}).values()
+            for v in dims.values()
+        )
+        if scored:  # SA-Bench's convention, asked for by the agent's ``missing_source: zero``
+            return text + ": scored as an empty submission (missing_source: zero)."
+        return text + ": the run counts in no score."
+
+    # ----- how many SAUs a score rests on
+
+    def sau_count(self, paper: str, dim: str) -> int:
+        """The paper's SAUs (of ``dim``; every one for ``overall``)."""
+        saus = self.paper_saus.get(paper, {})
+        return len(saus) if dim == OVERALL else sum(d == dim for d in saus.values())
+
+    def n_of(self, runs: Sequence[Run], judge: str, dim: str) -> tuple[int, int]:
+        """(SAUs the judge scored, SAUs in all) of the papers whose runs have a score of ``dim``
+        (the score averages them): a score's n and what it is of. Seeds of a paper judge the same
+        SAUs, so an SAU counts once (distinct paper x SAU), however many seeds judged it."""
+        key = (tuple(runs), judge, dim)
+        if key not in self._n_of:
+            judged: set[tuple[str, str]] = set()
+            papers: set[str] = set()
+            for run in runs:
+                if math.isnan(self.run_scores.get(run, {}).get(judge, {}).get(dim, math.nan)):
+                    continue
+                papers.add(run[1])
+                judged.update(
+                    (run[1], sau)
+                    for sau, d in self.scored.get(run, {}).get(judge, {}).items()
+                    if dim in (OVERALL, d)
+                )
+            self._n_of[key] = (len(judged), sum(self.sau_count(p, dim) for p in papers))
+        return self._n_of[key]
 
     # ----- links (relative to the site root)
 

@@ -18,8 +18,10 @@ OK_VERDICTS = {"aligned"}
 
 
 def _bars(site: Site, run: Run) -> list[dict[str, Any]]:
-    """Per judge: the run's overall score as a bar's width, with the SAUs it rests on."""
+    """Per judge: the run's overall score as a bar's width, with the SAUs it rests on of the
+    paper's SAUs."""
     scores, counts = site.run_scores.get(run, {}), site.run_n.get(run, {})
+    total = site.sau_count(run[1], OVERALL)
     out = []
     for judge in site.judges:
         score = scores.get(judge, {}).get(OVERALL, math.nan)
@@ -29,6 +31,7 @@ def _bars(site: Site, run: Run) -> list[dict[str, Any]]:
                 "score": num(score),
                 "width": 0 if math.isnan(score) else round(100 * score),
                 "n": counts.get(judge, {}).get(OVERALL, 0),
+                "total": total,
                 "color": score_color(score),
             }
         )
@@ -65,6 +68,8 @@ def _run_summary(site: Site, run: Run) -> dict[str, Any]:
         if as_text(rec.get("verdict")) not in OK_VERDICTS | {"error"}
     )
     rec = site.runs.get(run, {})
+    note = site.no_submission_note(run)
+    bars = _bars(site, run)
     return {
         "agent": run[0],
         "paper": run[1],
@@ -74,7 +79,9 @@ def _run_summary(site: Site, run: Run) -> dict[str, Any]:
         "colors": [score_color(scores.get(j, {}).get(OVERALL, math.nan)) for j in site.judges],
         "execution": as_text(rec.get("execution_status")) or "–",
         "n_bad": n_bad,
-        "bars": _bars(site, run),
+        # a run without a submission and without a score: its label instead of empty bars
+        "bars": [] if note and all(b["width"] == 0 and b["score"] == "–" for b in bars) else bars,
+        "no_submission": note,
     }
 
 
@@ -163,6 +170,8 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
         "saus": saus,
         "bad": [s for s in saus if not s["ok"] and s["judges"]],
         "n_scored": [(j, site.run_n.get(run, {}).get(j, {}).get(OVERALL, 0)) for j in site.judges],
+        "n_saus": site.sau_count(run[1], OVERALL),
+        "no_submission": site.no_submission_note(run),
         "description": site.descriptions.get(run[0], ""),
         "files": [(f, site.file_href(run, f)) for f in site.sources.files(run)],
         "paper_text_href": site.paper_text_href(run[1]),
@@ -171,7 +180,9 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
             for i, r in enumerate(site.runs_of_paper[run[1]])
             if r != run
         ],
-        "others": [(f"{r[0]} / seed {r[2]}", site.run_href(r)) for r in others],
+        "others": [
+            (f"{r[0]} / seed {r[2]}", site.run_href(r), site.no_submission_note(r)) for r in others
+        ],
         "directed": [
             (f"{d['file']}:{d['line']}", as_text(d["text"])) for d in site.directed.get(run, [])
         ],

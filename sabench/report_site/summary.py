@@ -37,14 +37,18 @@ def score_pivot(site: Site) -> dict[str, Any]:
         score = rec["score"]
         has = score is not None and not math.isnan(score)
         mark = bool(flag) and has
+        agent = str(rec["agent"])
+        n_saus, n_total = site.n_of(
+            site.runs_of_agent.get(agent, []), str(rec["judge"]), str(rec["dimension"])
+        )
         marked |= mark
-        cells[(str(rec["agent"]), str(rec["judge"]), str(rec["dimension"]))] = {
+        cells[(agent, str(rec["judge"]), str(rec["dimension"]))] = {
             "score": num(score) + (f" {FEW_PAPERS_MARK}" if mark else ""),
             "ci": f"[{num(rec['ci_low'], 2)}, {num(rec['ci_high'], 2)}]" if has else "",
             "n_papers": rec["n_papers"],
-            "n_saus": site.agent_n.get(
-                (str(rec["agent"]), str(rec["judge"]), str(rec["dimension"])), 0
-            ),
+            # distinct SAUs scored of all the SAUs of those papers (seeds count an SAU once)
+            "n_saus": n_saus,
+            "n_total": n_total,
             "value": "" if not has else f"{float(score):.6f}",
             "color": score_color(math.nan if score is None else float(score)),
         }
@@ -60,7 +64,8 @@ def score_pivot(site: Site) -> dict[str, Any]:
 
 
 def _matrix(site: Site) -> list[dict[str, Any]]:
-    """Per judge: agent x paper, the overall score averaged over seeds, linked to the runs."""
+    """Per judge: agent x paper, the overall score averaged over seeds, linked to the runs; a
+    run without a submission says so (coverage, not a score)."""
     out = []
     for judge in site.judges:
         rows = []
@@ -72,17 +77,21 @@ def _matrix(site: Site) -> list[dict[str, Any]]:
                     site.run_scores.get(r, {}).get(judge, {}).get(OVERALL, math.nan) for r in runs
                 ]
                 score = mean(values)
-                n = sum(site.run_n.get(r, {}).get(judge, {}).get(OVERALL, 0) for r in runs)
+                n, total = site.n_of(runs, judge, OVERALL)
+                notes = [site.no_submission_note(r) for r in runs]
                 cells.append(
                     {
                         "score": num(score, 2) if runs else "",
                         "value": "" if math.isnan(score) else f"{score:.6f}",
                         "n": n,
+                        "total": total,
                         "color": score_color(score),
                         "runs": [
-                            (r[2], site.run_href(r), num(v, 2))
-                            for r, v in zip(runs, values, strict=True)
+                            (r[2], site.run_href(r), num(v, 2), note)
+                            for r, v, note in zip(runs, values, notes, strict=True)
                         ],
+                        # every run of the cell lacks a submission: nothing else to show
+                        "no_submission": notes[0] if runs and all(notes) else "",
                     }
                 )
             rows.append({"agent": agent, "href": site.agent_href(agent), "cells": cells})

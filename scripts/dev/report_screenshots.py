@@ -17,15 +17,17 @@ import sys
 import tempfile
 from pathlib import Path
 
+#: page kind -> (page, fragment, window height: the run page is tall enough to show the filtered
+#: SAU, its verdicts, the paper's sentence and the cited code under the run's scores)
 PAGES = {
-    "summary": ("index.html", ""),
-    "run": ("site/runs/drifted/ridge-gd/0.html", "#q=ridge-gd-D1-001"),
-    "paper": ("site/papers/ridge-gd.html", ""),
-    "disagreements": ("site/disagreements/ridge-gd.html", ""),
-    "agent": ("site/agents/drifted.html", ""),
-    "legend": ("site/legend.html", ""),
-    "file": ("site/files/drifted/ridge-gd/0/model.py.html", "#L14-15"),
-    "diff": ("site/diff/ridge-gd.html", "#a=0&b=2&file=model.py"),
+    "summary": ("index.html", "", 1000),
+    "run": ("site/runs/drifted/ridge-gd/0.html", "#q=ridge-gd-D1-001", 2000),
+    "paper": ("site/papers/ridge-gd.html", "", 1000),
+    "disagreements": ("site/disagreements/ridge-gd.html", "", 1000),
+    "agent": ("site/agents/drifted.html", "", 1000),
+    "legend": ("site/legend.html", "", 1000),
+    "file": ("site/files/drifted/ridge-gd/0/model.py.html", "#L14-15", 1000),
+    "diff": ("site/diff/ridge-gd.html", "#a=0&b=2&file=model.py", 1000),
 }
 
 
@@ -33,21 +35,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", type=Path, default=Path("results/report"))
     parser.add_argument("--out", type=Path, default=Path("docs/report"))
-    parser.add_argument("--size", default="1100,1000", help="window width,height in pixels")
+    parser.add_argument("--width", type=int, default=1100, help="window width in pixels")
     args = parser.parse_args()
     binary = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
     if binary is None:
         print("error: chromium: not installed (apt-get install chromium)", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, (page, fragment) in PAGES.items():
+    for name, (page, fragment, height) in PAGES.items():
         path = args.report / page
         if not path.is_file():
             print(f"error: {path}: missing (run make demo first)", file=sys.stderr)
             return 2
         with tempfile.TemporaryDirectory() as profile:
             argv = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--user-data-dir={profile}", f"--window-size={args.size}",
+                    f"--user-data-dir={profile}", f"--window-size={args.width},{height}",
                     f"--screenshot={(args.out / f'{name}.png').resolve()}",
                     path.resolve().as_uri() + fragment]  # fmt: skip
             subprocess.run(argv, check=True, capture_output=True, timeout=120)
