@@ -35,6 +35,12 @@ CRASHED = "crashed_under_check"
 CHECK_DEPENDENT = "check_dependent"
 #: Verdicts whose score is fixed; ``partial`` keeps the judge's own score, ``error`` is excluded.
 VERDICT_SCORES = {"aligned": 1.0, "drifted": 0.0, "missing": 0.0, "placeholder": 0.0}
+#: The most a claim gets from code its run never reached (a run that did not complete): it may say
+#: what the paper says, and work under a check, but nothing shows that the submission's own
+#: execution uses it. Full credit would let a run that breaks at its first call (or raises on
+#: purpose) keep every claim after the break; none would score 0 a run that stops for want of a
+#: dataset or a GPU. Both judges cap at it (judges/static/executed.py, judges/exec_judge.py).
+UNREACHED_CAP = 0.25
 
 EXECUTION_STATUSES = (
     "ok",

@@ -18,6 +18,7 @@ from sabench.checks import (
     run_check,
     tree_digest,
 )
+from sabench.contracts import UNREACHED_CAP
 from sabench.errors import UserError
 from sabench.execute import arm_trace, snapshot
 from sabench.faults import Fault
@@ -457,6 +458,36 @@ def test_a_check_passing_on_code_nothing_runs_is_missing(
         run.replace("import stub", "import loss").replace("return 0", "return loss")
     )
     row = judge()
+    assert (row.verdict, row.score) == ("aligned", 1.0), row.reasoning
+
+
+@pytest.mark.bwrap
+def test_a_check_passing_on_code_a_failed_run_never_reached_is_at_most_partial(
+    executed: Path, runtime: dict, tmp_path: Path
+) -> None:
+    """The run died at an import before it called `loss`: the check shows the code works, but
+    nothing shows the run uses it, so the claim keeps the capped doubt, as with the static judge.
+    Where the failed run did run `loss` before it stopped, the pass stands."""
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "model.py").write_text(MODEL)
+    (submission / "run.py").write_text("import not_installed\nfrom model import loss\n")
+
+    def judge(lines_run: dict) -> Any:
+        (row,) = judge_exec(
+            submission,
+            [sau("s-D2-001", GOOD_CHECK)],
+            {**execution("failed"), "lines_run": lines_run},
+            executed=executed,
+            runtime=runtime,
+            settings={"cache": False, "time_limit_s": 20},
+        )
+        return row
+
+    row = judge({"run.py": [1]})
+    assert (row.verdict, row.score) == ("partial", UNREACHED_CAP), row.reasoning
+    assert "never reached `loss` (model.py:4)" in row.reasoning, row.reasoning
+    row = judge({"run.py": [1, 2], "model.py": [2, 4, 5, 7]})
     assert (row.verdict, row.score) == ("aligned", 1.0), row.reasoning
 
 

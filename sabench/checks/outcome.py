@@ -6,9 +6,20 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 #: ``unused``: a check that passed on functions nothing in the submission runs (the exec judge
-#: decides it after the run: never cached); ``crash``: the code under test ended or hung the
-#: check; ``inconsistent``: it returned under the check what it did not return in its own run
-OUTCOMES = ("pass", "fail", "placeholder", "missing", "error", "unused", "crash", "inconsistent")
+#: decides it after the run: never cached); ``unreached``: a pass on functions a run that did not
+#: complete never reached (likewise); ``crash``: the code under test ended or hung the check;
+#: ``inconsistent``: it returned under the check what it did not return in its own run
+OUTCOMES = (
+    "pass",
+    "fail",
+    "placeholder",
+    "missing",
+    "error",
+    "unused",
+    "unreached",
+    "crash",
+    "inconsistent",
+)
 
 
 @dataclass

@@ -20,7 +20,9 @@ execution captured); every other SAU gets no row from it.
   A result the submission writes as a literal (:mod:`sabench.judges.fabrication`) -> drifted
   (fabricated_result), whatever the run reported.
 * Checks run whatever the execution's status: a check imports code, and the code may be right even
-  when the run failed later (its reasoning names the status). An empty submission has no code to
+  when the run failed later (its reasoning names the status). But a pass on a function that a run
+  which did not complete never reached (its trace) is partial, at most ``UNREACHED_CAP``: the code
+  works, nothing shows the run uses it. An empty submission has no code to
   import: its checks are ``missing`` without starting a sandbox.
 * An SAU with both: drifted, placeholder or missing from either part wins; otherwise error if a
   part could not be decided; otherwise aligned.
@@ -52,7 +54,7 @@ from sabench.checks import (
     run_check,
     tree_digest,
 )
-from sabench.contracts import CHECK_DEPENDENT, CRASHED, Evidence, Judgment
+from sabench.contracts import CHECK_DEPENDENT, CRASHED, UNREACHED_CAP, Evidence, Judgment
 from sabench.errors import UserError
 from sabench.faults import Fault
 from sabench.index import CodeIndex, build_index
@@ -81,6 +83,7 @@ VERDICT = {
     "missing": "missing",
     "error": "error",
     "unused": "missing",
+    "unreached": "partial",
 }
 #: Outcomes whose failure mode is their own, not their verdict's.
 OUTCOME_FAILURE_MODE = {"crash": CRASHED, "inconsistent": CHECK_DEPENDENT}
@@ -90,7 +93,17 @@ FAILURE_MODE = {
     "missing": "omission",
 }
 #: Which part decides an SAU with both a check and expected results (first wins).
-_PRECEDENCE = ("inconsistent", "crash", "fail", "placeholder", "missing", "error", "unused", "pass")
+_PRECEDENCE = (
+    "inconsistent",
+    "crash",
+    "fail",
+    "placeholder",
+    "missing",
+    "error",
+    "unused",
+    "unreached",
+    "pass",
+)
 
 
 def resolve_exec_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -241,9 +254,22 @@ def _after_pass(
     """A pass on code the run's own execution never ran: ``inconsistent`` when the check reached
     it through code the run did run (it is there only for checks), ``unused`` when the check
     called it by name (the code works; the pipeline does not use it, so it implements nothing)."""
-    # a run that did not complete left code unrun that a complete run would have run
+    # a run that did not complete left code unrun that a complete run would have run: what it
+    # never reached works under the check, but nothing shows the run uses it (at most partial)
     ok = (execution or {}).get("status") == "ok"
     lines_run = (execution or {}).get("lines_run") if ok else None
+    reached = (execution or {}).get("lines_run") if not ok else None
+    if reached is not None:
+        unreached = _unused_targets(check, index, reached)
+        if unreached:
+            note = (
+                f"{outcome.detail}; but the run did not complete (execution "
+                f"{(execution or {}).get('status')}) and never reached {', '.join(unreached)}: "
+                "the code works under the check, but nothing shows the run uses it (at most "
+                "partial)"
+            )
+            return dataclasses.replace(outcome, kind="unreached", detail=note)
+        return outcome
     if lines_run is not None and outcome.lines:
         only = _check_only(check, index, lines_run, outcome.lines)
         if only:
@@ -393,7 +419,7 @@ def judge_exec(
                 sau_id=str(sau["sau_id"]),
                 dimension=str(sau["dimension"]),
                 verdict=verdict,
-                score=None,  # the verdict's
+                score=UNREACHED_CAP if kind == "unreached" else None,  # else the verdict's
                 failure_mode=mode,
                 evidence=evidence,
                 reasoning=reasoning,

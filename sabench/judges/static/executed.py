@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from sabench.contracts import UNREACHED_CAP
 from sabench.index import CODE, CodeIndex
 from sabench.index.liveness import child_statements, inert_in_submission, statement_span
 from sabench.index.python_facts import parse_recovering, statement_lines
@@ -372,13 +373,6 @@ def _is_str(node: ast.AST) -> bool:
 #: SA-Bench it moves kappa 0.467 -> 0.468 and exact agreement 0.496 -> 0.494 (docs/calibration.md)
 #: and would make every entry-less hand-made repository partial at best.
 CAP_UNTRACED = False
-
-
-#: the most a claim gets from code that a run which did not complete never reached: it may say
-#: what the paper says, but nothing shows that it runs. Full credit would let a run that breaks at
-#: its first call (or raises on purpose) keep every claim after the break; none would score 0 a
-#: run that stops for want of a dataset or a GPU.
-UNREACHED_CAP = 0.25
 
 
 def _credit(o: Outcome) -> float:
