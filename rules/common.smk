@@ -223,8 +223,12 @@ JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
 # nothing is executed. Their judges that call no model and run no code judge per paper; those
 # agents without GPUs also replay per paper when no judge follows per run (a batch rewrites each
 # of its runs, and what reads a rewritten run reruns).
-_AGENT_PAPERS = {a: {p for b, p, _ in SETTINGS.runs if b == a} for a in SETTINGS.agents}
-SCOPED_AGENTS = [a for a, ps in _AGENT_PAPERS.items() if ps != set(SETTINGS.papers)]
+# Scoped by the configured grid, not by a command line that narrows it (--config papers=P): an
+# agent's runs are made by the same rule either way, or each switch would redo them (params).
+_AGENT_PAPERS = {
+    a: {p for b, p, _ in SETTINGS.grid_runs if b == a} for a in SETTINGS.agents
+}
+SCOPED_AGENTS = [a for a, ps in _AGENT_PAPERS.items() if ps != set(SETTINGS.grid_papers)]
 PAPER_RUNS = list(
     dict.fromkeys((a, s) for a, _, s in SETTINGS.runs if a not in SCOPED_AGENTS)
 )

@@ -525,6 +525,21 @@ def _make_missing_source(root: Path, run: tuple[str, str, str], **config: object
     write_parquet(folder / "judgments.parquet", frame)
 
 
+def test_a_run_never_run_is_not_called_a_fault(tmp_path: Path) -> None:
+    """A run of the grid that no job made yet (a run narrowed to other papers, a stopped run) is
+    `not_run`: summary.md says the plain command runs it, not "fix the cause"."""
+    import shutil
+
+    root = build_tree(tmp_path / "r")
+    shutil.rmtree(root / "runs" / "A" / "P2" / "0")
+    tables = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
+    gap = row(tables["incomplete_runs"], agent="A", paper="P2", seed="0")
+    assert gap["cause"] == "not_run"
+    text = agg.summary_markdown(tables)
+    assert "1 has not been run yet (`not_run`)" in text, text
+    assert "fix the cause" not in text
+
+
 def test_a_missing_source_is_coverage_not_a_zero(tmp_path: Path) -> None:
     """A replay agent without a folder for a paper (a paper added later) is not scored 0 on it:
     the run is left out of every score, counted in coverage with its cause, and leaves no

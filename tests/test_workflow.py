@@ -283,6 +283,24 @@ def test_changing_one_agent_rejudges_only_its_runs(tmp_path: Path) -> None:
     )
 
 
+def test_narrowing_the_grid_does_not_redo_a_scoped_agents_runs(tmp_path: Path) -> None:
+    """An agent scoped to one paper (`papers:`) runs under the same rule whether the command
+    line narrows the grid to that paper or not: the whole grid after a one-paper run has nothing
+    to redo for it (was: replayed per paper when narrowed, per run otherwise, each switch a
+    params change)."""
+    results = tmp_path / "results"
+    agents = yaml.safe_load((REPO / "config" / "agents.yaml").read_text())
+    agents["reference"]["papers"] = ["ridge-gd"]
+    (tmp_path / "agents.yaml").write_text(yaml.safe_dump(agents))
+    grid = ("--config", f"results={results}", f"agents_file={tmp_path / 'agents.yaml'}")
+    grid += ("runtime={execute: false}", "judges=[static]")
+    snakemake(*grid, "papers=ridge-gd")
+    dry = snakemake("-n", *grid).stdout
+    outputs = [ln for ln in dry.splitlines() if ln.strip().startswith("output:")]
+    redone = [ln for ln in outputs if "runs/reference/ridge-gd/" in ln]
+    assert outputs and not redone, redone
+
+
 def test_a_one_paper_run_updates_the_grids_tables(demo: Path) -> None:
     """``--config papers=P`` reruns P's jobs only; the tables still cover every paper of the grid."""
     before = pd.read_parquet(demo / "tables" / "scores_by_run.parquet")

@@ -431,10 +431,18 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
         f"{'has' if n_runs == 1 else 'have'} no current judgments of at least one judge; "
         f"{'it is' if n_runs == 1 else 'they are'} left out of every score above.",
     ]
-    if n_absent < n_runs:
+    unrun = incomplete[incomplete["cause"] == "not_run"]
+    n_unrun = len(unrun.drop_duplicates(["agent", "paper", "seed"]))
+    if n_absent + n_unrun < n_runs:
         lines[-1] += (
             " Faults (outside the agent's control) are never scores: fix the cause and run the "
             "same command again to redo them."
+        )
+    if n_unrun:
+        lines[-1] += (
+            f" {n_unrun} {'has' if n_unrun == 1 else 'have'} not been run yet (`not_run`): a "
+            "run narrowed with `papers=`, `agents=` or `seeds=` leaves the rest of the grid for "
+            "later, and so does a run that was stopped; the same command without them runs them."
         )
     if n_absent:
         lines[-1] += (
