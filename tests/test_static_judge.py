@@ -181,6 +181,36 @@ def test_a_setting_named_a_few_words_from_the_value_decides(tmp_path: Path, case
     assert wrong.score < right.score
 
 
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The momentum coefficient is {v}.",
+        "Momentum coefficient: {v}.",
+        "The dropout rate is {v}.",
+        "The momentum is {v}.",
+    ],
+)
+def test_a_head_noun_after_a_settings_name_leaves_it_the_name(tmp_path: Path, claim: str) -> None:
+    """ "momentum coefficient", "dropout rate": the head noun says what kind of setting it is, the
+    word before says which, so `momentum: 0.5` contradicts the paper's 0.9."""
+    name = "dropout" if "dropout" in claim else "momentum"
+    code = f"import json\n\ncfg = json.load(open('config.json'))\nprint(2 * cfg['{name}'])\n"
+    write(tmp_path, {"config.json": f'{{"lr": 0.01, "{name}": 0.5}}\n', "main.py": code})
+    wrong = judge_one(tmp_path, "D1", claim.format(v=0.9))
+    assert (wrong.verdict, wrong.failure_mode) == ("drifted", "implementation_mismatch")
+    assert f"the paper's 0.9 is 0.5 (`{name}`" in wrong.reasoning, wrong.reasoning
+    assert judge_one(tmp_path, "D1", claim.format(v=0.5)).verdict == "aligned"
+
+
+def test_a_head_noun_after_a_compound_names_no_setting_by_its_part(tmp_path: Path) -> None:
+    """ "LayerNorm parameters: 38K" is a count, and `num_layers: 12` does not contradict it: a
+    part of a compound word before a head noun is not a setting's name (SA-Bench's petl)."""
+    code = "import yaml\n\ncfg = yaml.safe_load(open('config.yaml'))\nprint(cfg['num_layers'])\n"
+    write(tmp_path, {"config.yaml": "num_layers: 12\nlr: 0.001\n", "main.py": code})
+    j = judge_one(tmp_path, "D1", "LayerNorm parameters: ~38K (0.04% of the 86M backbone).")
+    assert j.verdict != "drifted", j.reasoning
+
+
 def test_a_claims_one_value_is_named_by_the_whole_claim(tmp_path: Path) -> None:
     """A claim "Number of calibration samples per trial in the synthetic experiment = 200": the
     setting named by the claim's first words (``N_CALIBRATION``) holds its value, so changing it is

@@ -64,6 +64,25 @@ def _name_terms(words: tuple[str, ...]) -> list[str]:
     return out
 
 
+#: head nouns that say what kind of setting a number is, not which: the word before names it
+#: ("momentum coefficient 0.9", "dropout rate 0.1")
+_HEADS = _VAGUE_NAMES | frozenset(
+    words("coefficient coef constant parameter hyperparameter term strength")
+)
+
+
+def _nearest_terms(words: tuple[str, ...]) -> list[str]:
+    """The terms of the word right before a number, and the one before it where that word is
+    only a head noun (:data:`_HEADS`) and the one before is a single word ("momentum", not
+    "LayerNorm": a part of a compound names no setting)."""
+    last = _name_terms(words[-1:])
+    if last and all(t in _HEADS for t in last):
+        before = _name_terms(words[-2:-1])
+        if len(before) == 1:
+            return before + last
+    return last
+
+
 def judge_numbers(
     judge: ClaimJudge, claim: Claim, cov: float, ev: list[tuple[int, int, int]]
 ) -> Outcome:
@@ -93,7 +112,7 @@ def judge_numbers(
         supports.append(0.0)
 
     for num, (best_fact, match_sim, stubbed) in zip(claim.numbers, matches, strict=True):
-        near_terms = _name_terms(num.context_words[-1:])
+        near_terms = _nearest_terms(num.context_words)
         all_terms = _name_terms(num.context_words) + _name_terms(num.after_words)
         if best_fact is None and stubbed is not None:
             fn, fid = stubbed
@@ -281,7 +300,7 @@ def _named_conflict(
     its name count (``ema_momentum = 0.09999`` against a ``momentum=0.9999`` default, for
     "ema_momentum=0.9999"), and one holding another of the claim's values is that value's."""
     around = _name_terms(num.context_words[-4:]) + _name_terms(num.after_words[:3])
-    nearest = _name_terms(num.context_words[-1:]) + _name_terms(num.after_words[:1])
+    nearest = _nearest_terms(num.context_words) + _name_terms(num.after_words[:1])
     named: dict[int, list[Fact]] = {}
     candidates = {f for t in around for f in judge.ctx.settings_by_prefix.get(t[:3], ())}
     for fact in sorted(candidates, key=judge.ctx.settings_order.__getitem__):
