@@ -228,7 +228,9 @@ JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
 _AGENT_PAPERS = {
     a: {p for b, p, _ in SETTINGS.grid_runs if b == a} for a in SETTINGS.agents
 }
-SCOPED_AGENTS = [a for a, ps in _AGENT_PAPERS.items() if ps != set(SETTINGS.grid_papers)]
+SCOPED_AGENTS = [
+    a for a, ps in _AGENT_PAPERS.items() if ps != set(SETTINGS.grid_papers)
+]
 PAPER_RUNS = list(
     dict.fromkeys((a, s) for a, _, s in SETTINGS.runs if a not in SCOPED_AGENTS)
 )
