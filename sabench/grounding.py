@@ -89,7 +89,8 @@ def quoted_after_place(source: str) -> str | None:
 
 def is_reference(source: str) -> bool:
     """Whether ``source`` names a section, table, equation ... rather than quoting the paper."""
-    return bool(_REFERENCE.match(source.strip())) and quoted_after_place(source) is None
+    source = source.strip()
+    return bool(_REFERENCE.match(source)) and not _SENTENCE_AFTER_PLACE.match(source)
 
 
 def _words(text: str) -> list[str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sabench.judges.registry import judge_kind
+from sabench.wording import noun, plural
 
 log = logging.getLogger("sabench")
 
@@ -159,8 +160,8 @@ def runtime_change_line(changes: Sequence[RuntimeChange], shown: int = 4) -> str
         diffs.append(f"ran under {ran}")
     n = len(changes)
     return (
-        f"{n} completed run{'s' if n > 1 else ''} of this results folder will be re-executed and "
-        f"re-judged: the runtime settings of {'their' if n > 1 else 'its'} execution changed "
+        f"{plural(n, 'completed run')} of this results folder will be re-executed and "
+        f"re-judged: the runtime settings of {noun(n, 'its', 'their')} execution changed "
         f"({'; '.join(diffs)}), and a run's results are those of its backend and settings. To "
         f"keep them, run this folder with {keep}, or give the new backend its own results= "
         "folder (docs/hpc.md)"

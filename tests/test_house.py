@@ -16,7 +16,7 @@ MAX_LINES = 800
 #: (lazy imports inside functions count too). A name is a module or package under ``sabench``; the
 #: longest one that contains a module gives its layer.
 LAYERS = (
-    ("errors", "io", "contracts", "values", "faults", "stats", "steps", "grounding"),
+    ("errors", "io", "contracts", "values", "faults", "stats", "steps", "grounding", "wording"),
     # what the Snakefile reads at parse time: the configuration, the judge registry, data layouts
     ("grid", "judges.registry", "peer_data.layouts"),
     ("sandbox", "llm"),

@@ -16,10 +16,10 @@ from test_report import rich_tree
 from sabench import aggregate as agg
 from sabench.report import make_report
 from sabench.report_site.build import TEMPLATES, _env
-from sabench.report_site.formatting import noun, plural
 from sabench.report_site.model import Site
 from sabench.report_site.sources import Sources
 from sabench.report_site.summary import score_pivot
+from sabench.wording import noun, plural
 
 
 def only_some(tables: dict[str, pd.DataFrame], judge: str, saus: set[str]) -> dict:

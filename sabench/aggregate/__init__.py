@@ -50,6 +50,7 @@ from sabench.index.directed import scan_runs
 from sabench.io import write_parquet, write_text
 from sabench.judges import stability
 from sabench.steps import json_object, step
+from sabench.wording import noun, plural
 
 PAPER_COLUMNS = [
     "paper",
@@ -378,8 +379,8 @@ def write_tables(
     if n_incomplete:
         write_text(
             marker,
-            f"{n_incomplete} {'run' if n_incomplete == 1 else 'runs'} of the grid "
-            f"{'is' if n_incomplete == 1 else 'are'} not complete (incomplete_runs.parquet); "
+            f"{plural(n_incomplete, 'run')} of the grid {noun(n_incomplete, 'is', 'are')} not "
+            "complete (incomplete_runs.parquet); "
             "the next run of the workflow redoes them and rebuilds these tables.\n",
         )
     else:
@@ -427,9 +428,9 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
     lines = [
         "### Not complete",
         "",
-        f"{n_runs} {'run' if n_runs == 1 else 'runs'} of the grid "
-        f"{'has' if n_runs == 1 else 'have'} no current judgments of at least one judge; "
-        f"{'it is' if n_runs == 1 else 'they are'} left out of every score above.",
+        f"{plural(n_runs, 'run')} of the grid {noun(n_runs, 'has', 'have')} no current "
+        f"judgments of at least one judge; {noun(n_runs, 'it is', 'they are')} left out of every "
+        "score above.",
     ]
     unrun = incomplete[incomplete["cause"] == "not_run"]
     n_unrun = len(unrun.drop_duplicates(["agent", "paper", "seed"]))
@@ -440,7 +441,7 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
         )
     if n_unrun:
         lines[-1] += (
-            f" {n_unrun} {'has' if n_unrun == 1 else 'have'} not been run yet (`not_run`): a "
+            f" {n_unrun} {noun(n_unrun, 'has', 'have')} not been run yet (`not_run`): a "
             "run narrowed with `papers=`, `agents=` or `seeds=` leaves the rest of the grid for "
             "later, and so does a run that was stopped; the same command without them runs them."
         )

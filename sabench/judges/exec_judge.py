@@ -256,20 +256,19 @@ def _after_pass(
     called it by name (the code works; the pipeline does not use it, so it implements nothing)."""
     # a run that did not complete left code unrun that a complete run would have run: what it
     # never reached works under the check, but nothing shows the run uses it (at most partial)
-    ok = (execution or {}).get("status") == "ok"
-    lines_run = (execution or {}).get("lines_run") if ok else None
-    reached = (execution or {}).get("lines_run") if not ok else None
-    if reached is not None:
-        unreached = _unused_targets(check, index, reached)
+    status = (execution or {}).get("status")
+    ran = (execution or {}).get("lines_run")
+    if status != "ok" and ran is not None:
+        unreached = _unused_targets(check, index, ran)
         if unreached:
             note = (
-                f"{outcome.detail}; but the run did not complete (execution "
-                f"{(execution or {}).get('status')}) and never reached {', '.join(unreached)}: "
-                "the code works under the check, but nothing shows the run uses it (at most "
-                "partial)"
+                f"{outcome.detail}; but the run did not complete (execution {status}) and never"
+                f" reached {', '.join(unreached)}: the code works under the check, but nothing"
+                " shows the run uses it (at most partial)"
             )
             return dataclasses.replace(outcome, kind="unreached", detail=note)
         return outcome
+    lines_run = ran if status == "ok" else None
     if lines_run is not None and outcome.lines:
         only = _check_only(check, index, lines_run, outcome.lines)
         if only:

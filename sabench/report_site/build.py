@@ -17,7 +17,7 @@ from sabench.report_site.extras import (
     search_index,
     write_downloads,
 )
-from sabench.report_site.formatting import noun, plural, slug
+from sabench.report_site.formatting import slug
 from sabench.report_site.fragments import (
     ROOT,
     escape,
@@ -37,6 +37,7 @@ from sabench.report_site.pages import (
 )
 from sabench.report_site.sources import Sources
 from sabench.report_site.summary import summary_context
+from sabench.wording import noun, plural
 
 TEMPLATES = Path(__file__).parent.parent / "templates" / "report"
 SITE = "site"

@@ -43,17 +43,6 @@ def num(value: Any, digits: int = 3) -> str:
     return f"{number:.{digits}f}"
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 SAU``, ``2 SAUs``: a count with its noun, singular for one (the templates' ``plural``
-    filter, so that no page says "1 SAUs" or "run(s)"); ``many``: an irregular plural."""
-    return f"{n} {noun(n, word, many)}"
-
-
-def noun(n: int, word: str, many: str | None = None) -> str:
-    """The noun of :func:`plural` alone, for a count shown apart (in bold, a link)."""
-    return word if n == 1 else (many or word + "s")
-
-
 def as_text(value: Any) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
