@@ -442,7 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     if record["status"] == "sandbox_error":
         return announce_fault(args.out, "execute", "sandbox_error", record["message"])
     if args.quiet:
-        print(f"{args.out}: {record['status']} in {record['wall_s']}s ({record['backend']})")
+        # a run with nothing to run names no backend (its record keeps the configured one)
+        ran = "never executed" if record["status"] == "no_reproduce_script" else record["backend"]
+        print(f"{args.out}: {record['status']} in {record['wall_s']}s ({ran})")
     else:
         print(json.dumps(record, indent=2, sort_keys=True))
     return 0

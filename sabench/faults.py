@@ -1,7 +1,8 @@
 """Infrastructure faults: what happened *to* a run, as opposed to what its agent did.
 
 A provider that cannot be reached, a rejected or missing API key, an exhausted rate limit, a sandbox
-or engine that fails, or a bug of ours says nothing about drift. Such a step ends its job with a
+or engine that fails, an agent that cannot start in its sandbox, or a bug of ours says nothing
+about drift. Such a step ends its job with a
 fault record under ``<run>/faults/<stage>.json`` and exit status :data:`FAULT_EXIT`, and writes no
 output: the run does not count as complete, aggregation names it (``incomplete_runs``, ``coverage``,
 ``summary.md``) and excludes it from every score, and the next run of the same command redoes it.
@@ -28,6 +29,8 @@ FAULT_CAUSES = {
     "key_missing": "the API key's environment variable is not set",
     "rate_limited": "the LLM provider's rate limit was still exceeded after retries",
     "sandbox_error": "the sandbox or its engine failed (no image, engine down, mount refused)",
+    "agent_setup": "the agent could not start in its sandbox (its command not found or not "
+    "executable there: exit 126/127; an image the backend cannot run)",
     "internal_error": "a bug in sabench (see the job's log)",
 }
 

@@ -299,6 +299,8 @@ def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
             raise UserError(path, f"{name}.command", "a command agent needs its command line")
         if agent["kind"] in ("basic", "pipeline") and not agent.get("model"):
             raise UserError(path, f"{name}.model", f"a {agent['kind']} agent needs a model")
+        if agent.get("mounts") and agent["kind"] != "command":
+            raise UserError(path, f"{name}.mounts", "only a command agent takes mounts")
         if agent["kind"] != "replay":
             continue
         if "archive" in agent and "path" in agent:
@@ -306,6 +308,20 @@ def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
         if "{paper}" not in replay_template(agent):
             field_name = f"{name}.archive" if "archive" in agent else f"{name}.path"
             raise UserError(path, field_name, "a replay agent needs a path template with {paper}")
+
+
+def check_mount_sources(agents: dict[str, dict[str, Any]], path: str | Path, repo: Path) -> None:
+    """Every folder a command agent mounts is there (relative to ``repo``, as the agent's job
+    reads it): a missing one would be every run of the agent failing to start."""
+    for name, agent in agents.items():
+        for i, mount in enumerate(agent.get("mounts", [])):
+            source = Path(mount["source"]).expanduser()
+            if not (source if source.is_absolute() else repo / source).exists():
+                raise UserError(
+                    path,
+                    f"{name}.mounts[{i}].source",
+                    f"{mount['source']} does not exist (a host folder or file; relative to {repo})",
+                )
 
 
 def load_agents(path: Path) -> dict[str, dict[str, Any]]:
@@ -416,6 +432,7 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
                 "(or set sabench_data / paperbench_data)",
             )
     agents = {name: all_agents[name] for name in wanted_agents}
+    check_mount_sources(agents, agents_path or config_path, workdir)
     runs = [
         (agent, paper, seed)
         for agent in agents

@@ -88,6 +88,21 @@ def test_config_errors(tmp_path: Path, config: dict, field: str, message: str) -
         ("null:\n  kind: 'null'\n", "null", "must be quoted"),
         ("a:\n  kind: command\n  image: x\n", "a.command", "needs its command line"),
         ("a:\n  kind: basic\n", "a.model", "needs a model"),
+        (
+            "a:\n  kind: command\n  command: x\n  mounts: [{source: nowhere, target: /agent}]\n",
+            "a.mounts[0].source",
+            "nowhere does not exist",
+        ),
+        (
+            "a:\n  kind: command\n  command: x\n  mounts: [{source: ., target: agent}]\n",
+            "a.mounts[0].target",
+            "does not match",
+        ),
+        (
+            "a:\n  kind: basic\n  model: m\n  mounts: [{source: ., target: /agent}]\n",
+            "a.mounts",
+            "only a command agent",
+        ),
         ("a:\n  kind: replay\n  path: x/{paper}\n  colour: red\n", "a", "Additional properties"),
         ("a: [unclosed\n", None, "cannot parse"),
     ],

@@ -90,9 +90,10 @@ def run_model_agent(
     submission: Path,
     transcript: Path,
     runtime: dict[str, Any],
+    repo: Path | None = None,
 ) -> Any:
     """Run a model-driven agent on the GPUs it asks for (imported only here: the basic and pipeline
-    kinds pull in the LLM layer).
+    kinds pull in the LLM layer). ``repo``: the base of a command agent's relative mounts.
 
     The agent's GPUs are held for the whole run with the same device locks as executions
     (:func:`sabench.sandbox.gpu.allocate`), so two agents asking for one GPU each on a multi-GPU
@@ -111,7 +112,15 @@ def run_model_agent(
 
                 log_path = transcript.with_name("agent-command.log")
                 outcome = run_command(
-                    agent, paper, seed, view, submission, log_path, runtime, gpu_ids=gpu_ids
+                    agent,
+                    paper,
+                    seed,
+                    view,
+                    submission,
+                    log_path,
+                    runtime,
+                    gpu_ids=gpu_ids,
+                    repo=repo,
                 )
             else:
                 if agent["kind"] == "basic":
@@ -167,7 +176,14 @@ def run_agent(
         status, error = "empty", None
     elif kind in MODEL_KINDS:
         outcome = run_model_agent(
-            agent, paper, seed, view, submission, record.parent / "transcript.jsonl", runtime or {}
+            agent,
+            paper,
+            seed,
+            view,
+            submission,
+            record.parent / "transcript.jsonl",
+            runtime or {},
+            repo,
         )
         status, error = outcome.status, outcome.error or outcome.limit
         from sabench.agents.command import blacklist_hits

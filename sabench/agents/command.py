@@ -8,7 +8,13 @@ Contract, the same on every backend:
   the API key variable), plus ``SABENCH_PAPER=/paper``, ``SABENCH_SUBMISSION=/submission``,
   ``SABENCH_SEED`` and ``SABENCH_TIME_LIMIT_S``;
 - no network unless its config says ``network: full`` (recorded in agent.json with a warning);
-- stdout and stderr go to agent.log beside agent.json.
+- its own code comes from its image (a container backend), or from host folders its config
+  mounts read-only (``mounts``), or is installed by its command (docs/agents.md);
+- stdout and stderr go to agent-command.log beside agent.json.
+
+An agent that cannot start there (its command not found or not executable: exit 127 or 126; an
+image the backend cannot run) did nothing: a fault (``agent_setup``), never a run scored 0. One
+that ran and left nothing is the agent's doing, and scored.
 """
 
 from __future__ import annotations
@@ -22,11 +28,22 @@ from typing import Any
 from sabench.agents.basic import AgentOutcome
 from sabench.errors import UserError
 from sabench.io import atomic_path
-from sabench.sandbox import Mount, SandboxSpec, get_backend
+from sabench.sandbox import Mount, Sandbox, SandboxSpec, get_backend
 from sabench.sandbox.settings import resolve_runtime
 
 log = logging.getLogger("sabench")
 STATUS_OF = {"ok": "submitted", "timeout": "limit"}
+#: The sandbox's shell starts the agent's command (``exec``: the command replaces it), so that a
+#: command the sandbox lacks exits 127, and one it cannot execute 126, on every backend alike
+#: (bwrap alone says "execvp" and exits 1).
+START = ["/bin/sh", "-c", 'exec "$@"', "agent"]
+#: Exit statuses of a command that never started (a shell's: 126 not executable, 127 not found).
+NOT_STARTED = (126, 127)
+#: Where a fault's message sends the user.
+HOW_TO_BRING_CODE = (
+    "give it its code with mounts: (a host folder, read-only), an image, or an install step "
+    "in its command (docs/agents.md)"
+)
 
 
 def agent_env(agent: dict[str, Any], seed: str, time_limit_s: float) -> dict[str, str]:
@@ -44,6 +61,59 @@ def agent_env(agent: dict[str, Any], seed: str, time_limit_s: float) -> dict[str
     return env
 
 
+def agent_mounts(agent: dict[str, Any], repo: Path) -> list[Mount]:
+    """The host folders (or files) the agent's config shows it read-only (``mounts``), sources
+    relative to ``repo``; checked where they are shown (``SandboxSpec``: a clean absolute target,
+    not a system folder, not /paper or /submission, a source that exists)."""
+    mounts = []
+    for mount in agent.get("mounts", []):
+        source = Path(mount["source"]).expanduser()
+        mounts.append(Mount(source if source.is_absolute() else repo / source, mount["target"]))
+    return mounts
+
+
+def _last_words(log_path: Path) -> str:
+    """The last line the agent's command wrote (its log without sabench's own lines)."""
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    said = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("[sabench]")]
+    return said[-1][:300] if said else ""
+
+
+def _what_it_sees(backend: Sandbox, image: str | None) -> str:
+    if backend.runs_images:
+        return f"image {image}" if image else "the project's image"
+    return "this host's system folders (/usr, /bin, /lib)"
+
+
+def setup_fault(
+    backend: Sandbox, image: str | None, exit_code: int | None, log_path: Path
+) -> str | None:
+    """Why the agent's command never started in its sandbox (a message), or None when it ran."""
+    if exit_code not in NOT_STARTED:
+        return None
+    what = "not executable" if exit_code == 126 else "not found"
+    said = _last_words(log_path)
+    return (
+        f"the agent's command could not start in its {backend.name} sandbox (exit {exit_code}, "
+        f"{what}{': ' + said if said else ''}); it sees /paper, /submission, "
+        f"{_what_it_sees(backend, image)} and its mounts: {HOW_TO_BRING_CODE}"
+    )
+
+
+def image_fault(backend: Sandbox, image: str | None) -> str | None:
+    """An image the backend would not run (bwrap and local run the host's system), or None."""
+    if not image or backend.runs_images:
+        return None
+    return (
+        f"the agent's image {image} cannot run under the {backend.name} backend, which runs "
+        "this host's system: set runtime.backend to docker, podman or apptainer, or drop image: "
+        f"and {HOW_TO_BRING_CODE}"
+    )
+
+
 def run_command(
     agent: dict[str, Any],
     paper: str,
@@ -53,11 +123,12 @@ def run_command(
     log_path: Path,
     runtime: dict[str, Any],
     gpu_ids: list[str] | None = None,
+    repo: Path | None = None,
 ) -> AgentOutcome:
     """Run the agent's command in a sandbox whose writable folder becomes the submission.
 
     ``gpu_ids``: the devices held for this agent (``sabench.sandbox.gpu.allocate``); without
-    them the backend is given the agent's GPU count.
+    them the backend is given the agent's GPU count. ``repo``: the base of relative mount sources.
     """
     command = agent["command"]
     argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
@@ -69,12 +140,17 @@ def run_command(
         outcome.extra["network_warning"] = f"network {network!r} was allowed by the agent's config"
     runtime = resolve_runtime(runtime)
     backend = get_backend(runtime["backend"])
+    outcome.extra.update(backend=backend.name, image=agent.get("image"))
+    unrunnable = image_fault(backend, agent.get("image"))
+    if unrunnable:
+        outcome.status, outcome.fault, outcome.error = "fault", "agent_setup", unrunnable
+        return outcome
     env_path = runtime["python_env"]
     with atomic_path(submission, directory=True) as tmp:
         spec = SandboxSpec(
-            command=argv,
+            command=[*START, *argv],
             workdir=tmp,
-            ro_mounts=[Mount(view, "/paper")],
+            ro_mounts=[Mount(view, "/paper"), *agent_mounts(agent, repo or Path.cwd())],
             env=agent_env(agent, seed, time_limit),
             time_limit_s=time_limit,
             mem_mb=int(agent.get("mem_mb", runtime["mem_mb"])),
@@ -95,13 +171,16 @@ def run_command(
             )
     outcome.status = STATUS_OF.get(result.status, "error")
     outcome.steps = 1
+    outcome.extra["exit_code"] = result.exit_code
     if result.status == "sandbox_error":  # the sandbox failed the agent, not the other way round
         outcome.status, outcome.fault = "fault", "sandbox_error"
     if result.status == "timeout":
         outcome.limit = f"time limit ({time_limit:.0f}s)"
     elif result.status != "ok":
         outcome.error = f"{result.status} (exit code {result.exit_code}): {result.message}"[:500]
-    outcome.extra.update(backend=backend.name, exit_code=result.exit_code, image=agent.get("image"))
+    not_started = setup_fault(backend, agent.get("image"), result.exit_code, log_path)
+    if result.status == "failed" and not_started:  # it did nothing: no run to score
+        outcome.status, outcome.fault, outcome.error = "fault", "agent_setup", not_started
     return outcome
 
 

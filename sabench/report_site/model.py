@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from sabench.aggregate.read import NOT_REDONE_CAUSES
 from sabench.report_site.formatting import as_text, evidence_spans, num, records, slug
 from sabench.report_site.sources import Run, Sources
 from sabench.scoring import DIMENSION_ORDER, OVERALL, claim_scores
@@ -17,6 +18,10 @@ from sabench.scoring import DIMENSION_ORDER, OVERALL, claim_scores
 NO_SUBMISSION = (
     "The agent has no submission for this paper (missing_source). This is coverage, not a score"
 )
+
+
+#: What a run that did not complete is (a fault, a failed job: incomplete_runs), before its causes
+NOT_COMPLETE = "Not complete, left out of every score: "
 
 
 class Site:
@@ -66,6 +71,21 @@ class Site:
                 self.scored[run][str(rec["judge"])][str(rec["sau_id"])] = as_text(
                     rec.get("dimension")
                 )
+        #: runs of the grid that did not complete (``incomplete_runs``), each with what did not:
+        #: a page of its own once it was tried (a fault, a failed job, stale judgments), so that
+        #: a run left out of the scores is named where a reader looks for it
+        self.not_complete: dict[Run, list[str]] = defaultdict(list)
+        for rec in records(get("incomplete_runs")):
+            run = (str(rec["agent"]), str(rec["paper"]), str(rec["seed"]))
+            if as_text(rec.get("cause")) in NOT_REDONE_CAUSES:  # no run at all: no_submission
+                continue
+            message = as_text(rec.get("message"))
+            self.not_complete[run].append(
+                f"{as_text(rec.get('stage'))}: {as_text(rec.get('cause'))}"
+                + (f" ({message})" if message else "")
+            )
+            if as_text(rec.get("cause")) != "not_run":
+                self.runs.setdefault(run, {"agent": run[0], "paper": run[1], "seed": run[2]})
         for run in self.verdicts:
             self.runs.setdefault(run, {"agent": run[0], "paper": run[1], "seed": run[2]})
         self.run_scores: dict[Run, dict[str, dict[str, float]]] = defaultdict(
@@ -130,6 +150,16 @@ class Site:
         if scored:  # SA-Bench's convention, asked for by the agent's ``missing_source: zero``
             return text + ": scored as an empty submission (missing_source: zero)."
         return text + ": the run counts in no score."
+
+    def not_complete_note(self, run: Run) -> str:
+        """What of a run did not complete, for its pages; "" for a complete run."""
+        if run not in self.not_complete:
+            return ""
+        return (
+            NOT_COMPLETE
+            + "; ".join(self.not_complete[run])
+            + ". Fix the cause and run the same command again to redo it."
+        )
 
     # ----- how many SAUs a score rests on
 

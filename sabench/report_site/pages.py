@@ -82,7 +82,17 @@ def _run_summary(site: Site, run: Run) -> dict[str, Any]:
         # a run without a submission and without a score: its label instead of empty bars
         "bars": [] if note and all(b["width"] == 0 and b["score"] == "–" for b in bars) else bars,
         "no_submission": note,
+        "not_complete": site.not_complete_note(run),
     }
+
+
+def never_executed(rec: dict[str, Any]) -> str:
+    """Why a run's reproduce.sh never ran, or "" when it ran: such a run has no backend, whatever
+    its record names (the configured one, ``auto``)."""
+    status = as_text(rec.get("execution_status"))
+    if status == "no_reproduce_script":
+        return "never executed: the submission has no reproduce.sh"
+    return "" if status else "never executed"
 
 
 def _metrics(value: Any) -> list[tuple[str, str]]:
@@ -139,13 +149,14 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
         ("cost ($)", num(rec.get("cost_usd"), 4)),
         ("wall time (s)", num(rec.get("agent_wall_s"), 1)),
     ]
+    unexecuted = never_executed(rec)
     exec_fields = [
         ("status", as_text(rec.get("execution_status")) or "–"),
         ("exit code", num(rec.get("exit_code"), 0)),
         ("wall time (s)", num(rec.get("execution_wall_s"), 1)),
         ("peak memory (MB)", num(rec.get("peak_mem_mb"), 1)),
-        ("backend", as_text(rec.get("backend")) or "–"),
-        ("isolation", as_text(rec.get("isolation")) or "–"),
+        ("backend", unexecuted or as_text(rec.get("backend")) or "–"),
+        ("isolation", unexecuted or as_text(rec.get("isolation")) or "–"),
     ]
     others = [r for r in site.runs_of_paper[run[1]] if r != run]
     run_index = site.runs_of_paper[run[1]].index(run) if run in site.runs_of_paper[run[1]] else 0
@@ -172,6 +183,8 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
         "n_scored": [(j, site.run_n.get(run, {}).get(j, {}).get(OVERALL, 0)) for j in site.judges],
         "n_saus": site.sau_count(run[1], OVERALL),
         "no_submission": site.no_submission_note(run),
+        "not_complete": site.not_complete_note(run),
+        "never_executed": unexecuted,
         "description": site.descriptions.get(run[0], ""),
         "files": [(f, site.file_href(run, f)) for f in site.sources.files(run)],
         "paper_text_href": site.paper_text_href(run[1]),

@@ -65,7 +65,8 @@ def score_pivot(site: Site) -> dict[str, Any]:
 
 def _matrix(site: Site) -> list[dict[str, Any]]:
     """Per judge: agent x paper, the overall score averaged over seeds, linked to the runs; a
-    run without a submission says so (coverage, not a score)."""
+    run without a submission says so (coverage, not a score), and a cell without a score whose
+    run did not complete says that."""
     out = []
     for judge in site.judges:
         rows = []
@@ -92,6 +93,13 @@ def _matrix(site: Site) -> list[dict[str, Any]]:
                         ],
                         # every run of the cell lacks a submission: nothing else to show
                         "no_submission": notes[0] if runs and all(notes) else "",
+                        # no score, and a run that did not complete: why (its fault)
+                        "not_complete": next(
+                            (site.not_complete_note(r) for r in runs if site.not_complete_note(r)),
+                            "",
+                        )
+                        if math.isnan(score)
+                        else "",
                     }
                 )
             rows.append({"agent": agent, "href": site.agent_href(agent), "cells": cells})

@@ -152,6 +152,8 @@ class Sandbox(ABC):
     isolation: ClassVar[str]
     #: Whether ``SandboxSpec.python_env`` must be given (the sandbox cannot see the host's Python).
     needs_python_env: ClassVar[bool] = True
+    #: Whether ``SandboxSpec.image`` is what the command runs in (else it sees this host's system).
+    runs_images: ClassVar[bool] = False
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:

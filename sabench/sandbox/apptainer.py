@@ -125,6 +125,7 @@ class ApptainerSandbox(Sandbox):
         f"environment), calling user, only {SUBMISSION_TARGET} writable"
     )
     needs_python_env = False
+    runs_images = True
 
     def __init__(self, apptainer: str | None = None) -> None:
         self.apptainer = apptainer or find_apptainer() or "apptainer"

@@ -69,6 +69,7 @@ class DockerSandbox(Sandbox):
         f"read-only root, only {SUBMISSION_TARGET} writable, no network"
     )
     needs_python_env = False
+    runs_images = True
     #: Whether the engine's OOMKilled flag can be trusted (podman's compat API leaves it False).
     oom_flag_reliable: ClassVar[bool] = True
     #: The network a ``network: full`` run joins.
