@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -281,3 +282,73 @@ def test_a_provider_key_no_setting_names_stops_the_grid_before_any_job(tmp_path:
     ]
     assert not (tmp_path / "results" / "runs").exists(), "no job may have started"
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_an_agent_that_cannot_start_is_a_fault_and_the_same_command_redoes_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 46, item 2: a command agent whose script the sandbox does not show exits 127. It is
+    no run scored 0 but a fault: the workflow exits non-zero naming the cause, summary.md and
+    the run's page flag it, no score counts it; once its code is there, the same command redoes
+    that run and nothing else."""
+    code = tmp_path / "agent-code"  # mounted at /agent, but without its script yet
+    code.mkdir()
+    agents = {
+        "reference": {
+            "kind": "replay",
+            "path": str(REPO / "resources/submissions/reference/{paper}"),
+        },
+        "mine": {
+            "kind": "command",
+            "command": ["bash", "/agent/run.sh"],
+            "mounts": [{"source": str(code), "target": "/agent"}],
+        },
+    }
+    (tmp_path / "agents.yaml").write_text(json.dumps(agents))
+    papers = tmp_path / "papers"
+    shutil.copytree(REPO / "resources" / "papers" / PAPER, papers / PAPER)
+    args = [
+        "--config",
+        f"agents_file={tmp_path / 'agents.yaml'}",
+        f"results={tmp_path / 'results'}",
+        f"papers_dir={papers}",
+        "judges=[static]",
+    ]
+    results = tmp_path / "results"
+    page = results / "report" / "site" / "runs" / "mine" / PAPER / "0.html"
+
+    broken = snakemake(*args)
+    said = broken.stdout + broken.stderr
+    assert broken.returncode != 0, "a run whose agent could not start is not complete"
+    faults = [ln for ln in said.splitlines() if ln.startswith("fault: reproduce: agent_setup:")]
+    assert faults and "exit 127" in faults[0] and "/agent/run.sh" in faults[0], said[-3000:]
+    summary = (results / "tables" / "summary.md").read_text()
+    assert f"`mine/{PAPER}/0` reproduce: agent_setup: " in summary, summary
+    scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+    assert set(scores["agent"]) == {"reference"}, "an agent that never started is not scored 0"
+    cov = pd.read_parquet(results / "tables" / "coverage.parquet").set_index("agent")
+    assert cov.loc["mine", "incomplete_causes"] == "agent_setup=1"
+    flagged = page.read_text(encoding="utf-8")
+    assert 'class="incomplete-note"' in flagged and "agent_setup" in flagged
+    assert (
+        read_fault(results / "runs" / "mine" / PAPER / "0", "reproduce")["cause"] == "agent_setup"
+    )
+
+    # its code is there now: the same command redoes that run, and only that run
+    (code / "run.sh").write_text(
+        "cp /paper/paper.md notes.md\nprintf 'echo {}> results.json\\n' > reproduce.sh\n"
+    )
+    fixed = snakemake(*args)
+    said = fixed.stdout + fixed.stderr
+    assert fixed.returncode == 0, said[-3000:]
+    ran = sorted(re.findall(r"^(?:local)?rule (\w+):$", said, re.M))
+    # the run's own steps, the paper's merge and the tables: the reference's replay is not redone
+    assert ran == ["aggregate", "all", "execute", "judge", "judgments", "report", "reproduce"], ran
+    assert "agent=mine" in said and "agent=reference" not in said
+    scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+    assert set(scores["agent"]) == {"reference", "mine"}
+    assert pd.read_parquet(results / "tables" / "incomplete_runs.parquet").empty
+    assert 'class="incomplete-note"' not in page.read_text(encoding="utf-8")
+    assert read_fault(results / "runs" / "mine" / PAPER / "0", "reproduce") is None
