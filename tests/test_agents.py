@@ -167,3 +167,29 @@ def test_an_image_the_backend_cannot_run_is_a_fault(tmp_path: Path) -> None:
     message = read_fault(out, "reproduce")["message"]
     assert "my-registry/agent:1.0" in message and "runtime.backend" in message, message
     assert not (out / "agent-command.log").exists(), "nothing was started"
+
+
+@pytest.mark.bwrap
+def test_the_documented_command_agent_runs(tmp_path: Path, runtime: dict) -> None:
+    """docs/agents.md's example, as a user runs it: its code is a folder of the repository."""
+    from sabench.grid import load_agents
+
+    agents = load_agents(REPO / "config" / "examples" / "command-agent.yaml")
+    view = tmp_path / "agent_view"
+    view.mkdir()
+    shutil.copy(REPO / "resources" / "papers" / "ridge-gd" / "paper.md", view / "paper.md")
+    out = tmp_path / "run"
+    record = run_agent(
+        "hello",
+        agents["hello"],
+        "ridge-gd",
+        "0",
+        out / "submission",
+        out / "agent.json",
+        REPO,
+        view,
+        runtime,
+    )
+    assert record["status"] == "submitted", record
+    assert sorted(p.name for p in (out / "submission").iterdir()) == ["README.md", "reproduce.sh"]
+    assert "Ridge Regression" in (out / "submission" / "README.md").read_text()
