@@ -463,3 +463,39 @@ def test_agent_descriptions_from_the_agents_file(rich: tuple[Path, Path], tmp_pa
     for page in (out / "index.html", out / "site" / "agents" / "A.html",
                  out / "site" / "runs" / "A" / "P1" / "0.html"):  # fmt: skip
         assert "The &lt;first&gt; agent." in page.read_text(encoding="utf-8"), page
+
+
+def test_runs_that_did_not_complete_or_never_executed_say_so(tmp_path: Path) -> None:
+    """A run whose agent could not start has no record and no judgments, yet a page that flags
+    it (as do its agent's list and the matrix); a run never tried (not_run) has none; a run whose
+    reproduce.sh never ran names no backend (its record keeps the configured one, 'auto')."""
+    root = build_tree(tmp_path / "r", grid=[("B", "P2", "0")])
+    tables = agg.aggregate(root, [("B", "P2", "0")], ["P2"], root / "tables")
+    runs = tables["runs"].copy()
+    runs["execution_status"], runs["backend"], runs["isolation"] = (
+        "no_reproduce_script",
+        "auto",
+        "not run",
+    )
+    why = "the agent's command could not start in its bwrap sandbox (exit 127, not found)"
+    incomplete = pd.DataFrame(
+        [
+            ["C", "P2", "0", None, "reproduce", "agent_setup", why],
+            ["D", "P2", "0", None, "ingest", "not_run", ""],
+        ],
+        columns=agg.INCOMPLETE_COLUMNS,
+    )
+    out = tmp_path / "report"
+    make_report({**tables, "runs": runs, "incomplete_runs": incomplete}, out, root)
+    site = out / "site"
+    flagged = (site / "runs" / "C" / "P2" / "0.html").read_text(encoding="utf-8")
+    assert 'class="incomplete-note"' in flagged and "reproduce: agent_setup" in flagged
+    assert (
+        "could not start in its bwrap sandbox" in flagged
+        and "(no judgments for this run)" in flagged
+    )
+    assert ">not complete</span>" in (site / "agents" / f"{slug('C')}.html").read_text("utf-8")
+    assert not (site / "runs" / "D").exists(), "a run never tried has no page"
+    ran = (site / "runs" / "B" / "P2" / "0.html").read_text(encoding="utf-8")
+    assert "never executed: the submission has no reproduce.sh" in ran
+    assert "<td>auto</td>" not in ran and 'class="incomplete-note"' not in ran
