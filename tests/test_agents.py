@@ -193,3 +193,11 @@ def test_the_documented_command_agent_runs(tmp_path: Path, runtime: dict) -> Non
     assert record["status"] == "submitted", record
     assert sorted(p.name for p in (out / "submission").iterdir()) == ["README.md", "reproduce.sh"]
     assert "Ridge Regression" in (out / "submission" / "README.md").read_text()
+
+
+def test_a_command_not_found_is_a_fault_under_every_shell_started_backend(tmp_path: Path) -> None:
+    """The local backend's exec of a missing command would exit 1 (a Python traceback) and be
+    scored as the agent's error; started by the sandbox's sh it exits 127, a fault."""
+    record, out = _command(tmp_path, {"command": ["no-such-agent-command"]}, {"backend": "local"})
+    assert (record["status"], record["fault"]) == ("fault", "agent_setup"), record
+    assert "no-such-agent-command" in read_fault(out, "reproduce")["message"]

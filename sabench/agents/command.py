@@ -34,8 +34,10 @@ from sabench.sandbox.settings import resolve_runtime
 log = logging.getLogger("sabench")
 STATUS_OF = {"ok": "submitted", "timeout": "limit"}
 #: The sandbox's shell starts the agent's command (``exec``: the command replaces it), so that a
-#: command the sandbox lacks exits 127, and one it cannot execute 126, on every backend alike
-#: (bwrap alone says "execvp" and exits 1).
+#: command the sandbox lacks exits 127, and one it cannot execute 126, as a shell says it (bwrap
+#: alone would say "execvp" and exit 1, as any failure of its own). Not under docker and podman: an
+#: image's ENTRYPOINT takes the command as its arguments there, and a command the image lacks
+#: fails the container's start (``sandbox_error``).
 START = ["/bin/sh", "-c", 'exec "$@"', "agent"]
 #: Exit statuses of a command that never started (a shell's: 126 not executable, 127 not found).
 NOT_STARTED = (126, 127)
@@ -148,7 +150,7 @@ def run_command(
     env_path = runtime["python_env"]
     with atomic_path(submission, directory=True) as tmp:
         spec = SandboxSpec(
-            command=[*START, *argv],
+            command=argv if backend.keeps_entrypoint else [*START, *argv],
             workdir=tmp,
             ro_mounts=[Mount(view, "/paper"), *agent_mounts(agent, repo or Path.cwd())],
             env=agent_env(agent, seed, time_limit),

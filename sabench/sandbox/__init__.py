@@ -154,6 +154,8 @@ class Sandbox(ABC):
     needs_python_env: ClassVar[bool] = True
     #: Whether ``SandboxSpec.image`` is what the command runs in (else it sees this host's system).
     runs_images: ClassVar[bool] = False
+    #: Whether an image's ENTRYPOINT runs with the command as its arguments (docker, podman).
+    keeps_entrypoint: ClassVar[bool] = False
 
     @abstractmethod
     def available(self) -> tuple[bool, str]:

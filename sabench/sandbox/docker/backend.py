@@ -70,6 +70,7 @@ class DockerSandbox(Sandbox):
     )
     needs_python_env = False
     runs_images = True
+    keeps_entrypoint = True
     #: Whether the engine's OOMKilled flag can be trusted (podman's compat API leaves it False).
     oom_flag_reliable: ClassVar[bool] = True
     #: The network a ``network: full`` run joins.
