@@ -106,8 +106,8 @@ def image_source(image: str | None) -> tuple[str, bool]:
         raise ValueError(
             "the apptainer backend needs runtime.image: a .sif file, or a registry ref "
             "(docker://..., oras://...), pulled once into the image cache; or the project's "
-            f"image at {default_sif_path()} (build it where docker runs: apptainer build "
-            f"{DEFAULT_SIF} docker-daemon://$(python -m sabench.sandbox.images tag python))"
+            f"image at {default_sif_path()} (build it there with apptainer alone: "
+            "python -m sabench.sandbox.apptainer build)"
         )
     if image.startswith(_SCHEMES):
         return image, False
