@@ -22,7 +22,7 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,9 +47,13 @@ class Target:
     account_from: str = "slurm_account"
 
     def describe(self) -> str:
-        account = f"account '{self.account}'" if self.account else "no account"
-        partition = f"partition '{self.partition}'" if self.partition else "the default partition"
-        return f"a job with {account} in {partition}"
+        """``a job with account 'a' (SBATCH_ACCOUNT) in the default partition``."""
+        account = f"account '{self.account}' ({self.account_from})" if self.account else ""
+        partition = f"partition '{self.partition}' ({self.partition_from})"
+        return (
+            f"a job with {account or 'no account'} "
+            f"in {partition if self.partition else 'the default partition'}"
+        )
 
 
 @dataclass(frozen=True)
@@ -87,16 +91,20 @@ def timeout_s() -> float:
 
 
 def run(command: Sequence[str], timeout: float) -> Answer:
-    """Run a Slurm command with stdin closed; past ``timeout`` kill its process group (a wrapper
-    script's children too) and return ``returncode=None``."""
-    proc = subprocess.Popen(
-        list(command),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    """Run a Slurm command (the one on PATH that was checked, never a later one) with stdin
+    closed; past ``timeout`` kill its process group (a wrapper script's children too) and return
+    ``returncode=None``."""
+    try:
+        proc = subprocess.Popen(
+            [shutil.which(command[0]) or command[0], *command[1:]],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+    except OSError as exc:  # found on PATH but not runnable
+        return Answer(126, f"{command[0]}: error: {exc.strerror}")
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -146,10 +154,10 @@ def probe_job(target: Target) -> tuple[str, ...]:
     return (*command, "--wrap=true")
 
 
-def missing_commands_line(plan: dict[Any, Probe], which: Callable[[str], Any]) -> str | None:
+def missing_commands_line(plan: dict[Any, Probe]) -> str | None:
     """One line naming the Slurm commands not on PATH, or None when all are there."""
     why = {probe.command[0]: probe.why for probe in plan.values()}
-    missing = sorted((n for n in why if which(n) is None), key=lambda n: n != "sbatch")
+    missing = sorted((n for n in why if shutil.which(n) is None), key=lambda n: n != "sbatch")
     if not missing:
         return None
     if "sbatch" in missing:  # no Slurm here at all: why each one is needed says nothing
@@ -175,8 +183,7 @@ def refused_line(target: Target, answer: Answer) -> str:
     reason = answer.reason()
     fix = ""
     if "account" in reason.lower():
-        where = f" ({target.account_from})" if target.account else ""
-        fix = f"{where}; export SBATCH_ACCOUNT=<one of `sacctmgr show assoc user=$USER`>"
+        fix = "; export SBATCH_ACCOUNT=<one of `sacctmgr show assoc user=$USER`>"
     elif "partition" in reason.lower():
         fix = "; export SBATCH_PARTITION=<one of `sinfo -s`>"
     return f"Slurm: sbatch refuses {target.describe()}: {reason}{fix} ({HELP})"
@@ -188,14 +195,13 @@ def check_slurm(
     status_command: str = "squeue",
     file_partitions: Sequence[str] = (),
     timeout: float = DEFAULT_TIMEOUT_S,
-    which: Callable[[str], Any] = shutil.which,
     user: str | None = None,
 ) -> list[str]:
     """Every reason the jobs cannot reach Slurm, one line each (none: go ahead). The commands
     run side by side, so this takes at most ``timeout`` seconds."""
     targets = sorted(set(targets), key=lambda t: (t.partition or "", t.account or ""))
     plan = probes(targets, status_command, bool(file_partitions), user or getpass.getuser())
-    missing = missing_commands_line(plan, which)
+    missing = missing_commands_line(plan)
     if missing:
         return [missing]
     with ThreadPoolExecutor(max_workers=len(plan)) as pool:
@@ -233,10 +239,10 @@ def check_slurm(
     return problems
 
 
-def _source(value: str, env_var: str, resource: str) -> str:
+def _source(value: str | None, env_var: str, resource: str) -> str:
     """Where a job's partition or account was set: the profile's environment variable when it
     holds that value, else the resource."""
-    return env_var if os.environ.get(env_var) == value else resource
+    return env_var if value and os.environ.get(env_var) == value else resource
 
 
 def job_targets(jobs: Iterable[Any]) -> set[Target]:
@@ -254,8 +260,8 @@ def job_targets(jobs: Iterable[Any]) -> set[Target]:
             Target(
                 partition,
                 account,
-                _source(str(partition), "SBATCH_PARTITION", "slurm_partition"),
-                _source(str(account), "SBATCH_ACCOUNT", "slurm_account"),
+                _source(partition, "SBATCH_PARTITION", "slurm_partition"),
+                _source(account, "SBATCH_ACCOUNT", "slurm_account"),
             )
         )
     return targets

@@ -204,8 +204,8 @@ def test_a_cluster_that_needs_an_account(tmp_path: Path, on_path) -> None:
     on_path(stand_in_slurm(tmp_path / "bin", need_account=True))
     (line,) = check_slurm([Target("cpu")], user="ana")
     assert line.startswith(
-        "Slurm: sbatch refuses a job with no account in partition 'cpu': Invalid account or "
-        "account/partition combination specified; export SBATCH_ACCOUNT="
+        "Slurm: sbatch refuses a job with no account in partition 'cpu' (slurm_partition): "
+        "Invalid account or account/partition combination specified; export SBATCH_ACCOUNT="
     ), line
     assert check_slurm([Target("cpu", "proj_b")], user="ana") == []
 
@@ -215,6 +215,17 @@ def test_a_controller_that_is_down(tmp_path: Path, on_path) -> None:
     (line,) = check_slurm([Target("cpu", "proj_a")], user="ana")
     assert line.startswith("Slurm: the controller is not up: scontrol ping: ")
     assert "DOWN" in line
+
+
+def test_a_command_that_cannot_start_is_a_line_not_a_traceback(tmp_path: Path, on_path) -> None:
+    """A broken installation: scontrol is on PATH but its interpreter is not."""
+    slurm = stand_in_slurm(tmp_path / "bin")
+    (slurm / "scontrol").write_text("#!/nonexistent/sh\n")
+    on_path(slurm)
+    (line,) = check_slurm([Target("cpu", "proj_a")], user="ana")
+    assert line == (
+        "Slurm: the controller is not up: scontrol ping: No such file or directory (docs/hpc.md)"
+    )
 
 
 # ------------------------------------------------------------------ snakemake --profile slurm
