@@ -24,10 +24,11 @@ log = logging.getLogger("sabench")
 
 def on_start(settings: Any, workflow: Any) -> None:
     """Refuse to start what cannot succeed or would harm another run (one line each, exit 1)."""
+    from sabench.cluster import preflight
     from sabench.locks import acquire_results
 
     acquire_results(settings.results)  # first: one writer per results folder (sabench.locks)
-    problems = missing_api_keys(settings)
+    problems = preflight(workflow) + missing_api_keys(settings)  # Slurm answers (sabench.cluster)
     if problems:
         for line in problems:
             print(f"error: {line}", file=sys.stderr)

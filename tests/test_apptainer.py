@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,7 +17,18 @@ from sandbox_access import assert_outputs_follow, assert_read_and_written, paper
 
 from sabench.execute import execute_run
 from sabench.sandbox import Mount, SandboxSpec, get_backend
-from sabench.sandbox.apptainer import ApptainerSandbox, image_source, pull_argv, sif_name
+from sabench.sandbox.apptainer import (
+    DEFINITION,
+    ApptainerSandbox,
+    build_argv,
+    build_default_image,
+    image_source,
+    pull_argv,
+    sif_name,
+)
+from sabench.sandbox.apptainer import main as apptainer_main
+
+REPO = Path(__file__).resolve().parents[1]
 
 FAKE = r"""#!PYTHON
 # A stand-in for apptainer: logs its argv, then runs `exec`'s command in the /submission bind
@@ -29,6 +41,10 @@ if args[:1] == ["--version"]:
     print("apptainer version 1.3.4"); sys.exit(0)
 if args[:1] == ["pull"]:
     open(args[-2], "w").write("SIF of " + args[-1]); sys.exit(0)
+if args[:1] == ["build"]:  # from a definition file, whose %files are relative to the cwd
+    if not os.path.isfile("envs/sandbox.txt"):
+        print("FATAL:   envs/sandbox.txt: no such file", file=sys.stderr); sys.exit(255)
+    open(args[-2], "w").write("SIF of " + open(args[-1]).read()); sys.exit(0)
 assert args[0] == "exec", args
 with_value = {"--pwd", "--bind", "--network", "--memory", "--memory-swap", "--pids-limit", "--env"}
 i, binds, env = 1, {}, {"PATH": "/usr/local/bin:/usr/bin:/bin"}
@@ -152,6 +168,53 @@ def test_auto_passes_over_apptainer_without_a_default_image(
     sif.write_text("fake")
     assert ApptainerSandbox().available() == (True, "")
     assert image_source(None) == (str(sif), True)
+
+
+def test_the_image_is_built_without_docker(
+    fake: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m sabench.sandbox.apptainer build`: `apptainer build` (--fakeroot without root)
+    of images/python/sabench-python.def, run from the repository root, into the place where
+    `auto` and `runtime.image: null` find the project's image."""
+    monkeypatch.delenv("SABENCH_APPTAINER_IMAGE", raising=False)
+    monkeypatch.chdir(tmp_path)  # wherever the user is, the build runs in the checkout
+    assert apptainer_main(["build"]) == 0
+    sif = tmp_path / "cache" / "apptainer" / "sabench-python.sif"
+    assert capsys.readouterr().out.strip() == str(sif)
+    assert "%files" in sif.read_text()  # built from the definition file
+    (argv,) = [json.loads(line) for line in fake.read_text().splitlines() if '"build"' in line]
+    fakeroot = ["--fakeroot"] if os.geteuid() != 0 else []
+    assert argv[:-2] == ["build", *fakeroot] and argv[-1] == "images/python/sabench-python.def"
+    assert not list(sif.parent.glob("*.partial"))
+    assert ApptainerSandbox().available() == (True, "")
+    assert image_source(None) == (str(sif), True)
+    assert build_argv("apptainer", sif)[-1] == str(DEFINITION)
+
+
+def test_a_failed_build_leaves_no_image(fake: Path, tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="not found: run this from a sabench checkout"):
+        build_default_image(tmp_path, tmp_path / "out.sif")
+    # a checkout whose envs/sandbox.txt is missing: apptainer fails, and no SIF is left
+    (tmp_path / DEFINITION).parent.mkdir(parents=True)
+    (tmp_path / DEFINITION).write_text((REPO / DEFINITION).read_text())
+    with pytest.raises(RuntimeError, match="apptainer build exited 255"):
+        build_default_image(tmp_path, tmp_path / "out.sif")
+    assert not list(tmp_path.glob("out.sif*"))
+
+
+def test_the_definition_file_is_the_dockerfile_s_environment() -> None:
+    """The apptainer image and the docker image run reproduce.sh with the same Python: the same
+    base, the same pinned packages (envs/sandbox.txt, copied in at build time), the same venv
+    first on PATH."""
+    definition = (REPO / DEFINITION).read_text()
+    dockerfile = (REPO / "images" / "python" / "Dockerfile").read_text()
+    base = re.search(r"^ARG BASE=(\S+)", dockerfile, re.MULTILINE).group(1)
+    assert re.search(rf"^Bootstrap: docker\nFrom: {re.escape(base)}$", definition, re.MULTILINE)
+    assert re.search(r"^\s+envs/sandbox.txt /opt/sabench/requirements.txt$", definition, re.M)
+    assert "-r /opt/sabench/requirements.txt" in definition
+    docker_path = re.search(r"ENV PATH=(\S+)", dockerfile).group(1)
+    assert f"export PATH={docker_path}" in definition
+    assert "/opt/sabench-env" in docker_path
 
 
 def test_listed_apptainer_needs_no_image_yet(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:

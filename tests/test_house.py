@@ -19,7 +19,7 @@ LAYERS = (
     ("errors", "io", "contracts", "values", "faults", "stats", "steps", "grounding", "wording"),
     # what the Snakefile reads at parse time: the configuration, the judge registry, data layouts
     ("grid", "judges.registry", "peer_data.layouts"),
-    ("sandbox", "llm"),
+    ("sandbox", "llm", "cluster"),
     (
         "index",
         "checks",

@@ -499,6 +499,29 @@ def mem_mb(value: str) -> int:
 
 
 @pytest.mark.slurm
+def test_the_local_cluster_passes_the_preflight(slurm_cluster: Cluster) -> None:
+    """The pre-flight (sabench.cluster) against a real Slurm: the default partition, the one
+    partition by name and, with accounting, root's account pass; a partition or account the
+    cluster lacks is named by what Slurm itself lists."""
+    from sabench.cluster import Target, check_slurm
+
+    partition = (
+        subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, check=True)
+        .stdout.split()[0]
+        .rstrip("*")
+    )
+    assert check_slurm([Target(), Target(partition)], timeout=20) == []
+    (line,) = check_slurm([Target(f"{partition}x")], timeout=20)
+    assert line.startswith(f"Slurm: partition '{partition}x' (slurm_partition) does not exist; ")
+    assert f"did you mean '{partition}'?" in line
+    if slurm_cluster.accounting:
+        account = os.environ.get("SABENCH_SLURM_ACCOUNT", "sabench")
+        assert check_slurm([Target(partition, account)], timeout=20) == []
+        (line,) = check_slurm([Target(partition, f"{account}x")], timeout=20)
+        assert line.startswith(f"Slurm: account '{account}x' (slurm_account) is not one of yours")
+
+
+@pytest.mark.slurm
 @pytest.mark.bwrap
 def test_slurm_run(
     slurm_cluster: Cluster, grid: Path, local_run: Path, tmp_path: Path, sandbox_env: Path

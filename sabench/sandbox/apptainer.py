@@ -16,7 +16,9 @@ as ``spec.options``):
 
 Images: a ``.sif`` path is used as it is; ``docker://``/``oras://``/``library://`` refs (a bare
 ref means ``docker://``) are pulled once into ``<image_cache>/apptainer/<name>.sif`` (default
-``$SABENCH_IMAGE_CACHE/apptainer``; on a cluster, a folder every node sees) and reused.
+``$SABENCH_IMAGE_CACHE/apptainer``; on a cluster, a folder every node sees) and reused. The
+project's image is built with apptainer alone from ``images/python/sabench-python.def``:
+``python -m sabench.sandbox.apptainer build`` (docs/hpc.md).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ _SHIM = (
 )
 #: The project's image as a SIF, where ``runtime.image: null`` finds it (under the image cache).
 DEFAULT_SIF = "sabench-python.sif"
+#: Its definition file, relative to the repository root (where ``apptainer build`` must run).
+DEFINITION = Path("images") / "python" / "sabench-python.def"
 _SCHEMES = ("docker://", "docker-daemon://", "docker-archive://", "oras://", "library://")
 
 
@@ -102,8 +106,8 @@ def image_source(image: str | None) -> tuple[str, bool]:
         raise ValueError(
             "the apptainer backend needs runtime.image: a .sif file, or a registry ref "
             "(docker://..., oras://...), pulled once into the image cache; or the project's "
-            f"image at {default_sif_path()} (build it where docker runs: apptainer build "
-            f"{DEFAULT_SIF} docker-daemon://$(python -m sabench.sandbox.images tag python))"
+            f"image at {default_sif_path()} (build it there with apptainer alone: "
+            "python -m sabench.sandbox.apptainer build)"
         )
     if image.startswith(_SCHEMES):
         return image, False
@@ -114,6 +118,32 @@ def image_source(image: str | None) -> tuple[str, bool]:
 
 def pull_argv(apptainer: str, ref: str, sif: Path) -> list[str]:
     return [apptainer, "pull", "--disable-cache", str(sif), ref]
+
+
+def build_argv(apptainer: str, sif: Path, definition: Path = DEFINITION) -> list[str]:
+    """``apptainer build`` of the project's image from its definition file: no Docker daemon
+    (apptainer pulls the base itself); without root, ``--fakeroot`` (a user namespace)."""
+    fakeroot = ["--fakeroot"] if os.geteuid() != 0 else []
+    return [apptainer, "build", *fakeroot, str(sif), str(definition)]
+
+
+def build_default_image(repo: Path, sif: Path | None = None) -> Path:
+    """Build the project's image into ``sif`` (default: where ``runtime.image: null`` and
+    ``auto`` find it), through a partial file so that a failed build leaves nothing."""
+    sif = Path(sif or default_sif_path()).expanduser().resolve()
+    sif.parent.mkdir(parents=True, exist_ok=True)
+    partial = sif.with_name(f"{sif.name}.{os.getpid()}.partial")
+    if not (repo / DEFINITION).is_file():
+        raise RuntimeError(f"{repo / DEFINITION} not found: run this from a sabench checkout")
+    apptainer = find_apptainer()
+    if apptainer is None:
+        raise RuntimeError("apptainer (or singularity) is not on PATH: `module load apptainer`")
+    done = subprocess.run(build_argv(apptainer, partial), cwd=repo, stdin=subprocess.DEVNULL)
+    if done.returncode:
+        partial.unlink(missing_ok=True)
+        raise RuntimeError(f"apptainer build exited {done.returncode} (its output is above)")
+    partial.rename(sif)
+    return sif
 
 
 class ApptainerSandbox(Sandbox):
@@ -377,3 +407,30 @@ def _host_env() -> dict[str, str]:
 def _fail(log_path: Path, header: list[str], capture: LogCapture, message: str) -> RunResult:
     write_log(log_path, header, capture, [f"status=sandbox_error: {message}"])
     return RunResult("sandbox_error", None, 0.0, None, capture.total, message)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from sabench.steps import ArgumentParser
+
+    parser = ArgumentParser(
+        prog="python -m sabench.sandbox.apptainer",
+        description="Build the project's sandbox image with apptainer alone (docs/hpc.md).",
+    )
+    parser.add_argument("action", choices=["build", "argv"], help="argv: print the command only")
+    parser.add_argument("--out", type=Path, help=f"the SIF (default: {default_sif_path()})")
+    args = parser.parse_args(argv)
+    repo = Path(__file__).resolve().parents[2]
+    if args.action == "argv":
+        sif = args.out or default_sif_path()
+        print(f"cd {shlex.quote(str(repo))} && {shlex.join(build_argv('apptainer', sif))}")
+        return 0
+    try:
+        print(build_default_image(repo, args.out))
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
