@@ -159,8 +159,7 @@ def run_check(
     the check does. ``runtime`` is resolved (:func:`sabench.sandbox.settings.resolve_runtime`).
     The sandbox is the real run's (same environment, no paper, no check on disk)."""
     from sabench.execute import arm_trace, fresh_copy
-    from sabench.runtrace import SITE_TARGET, TRACE_DIR
-    from sabench.sandbox import Mount, SandboxSpec, get_backend
+    from sabench.sandbox import SandboxSpec, get_backend
 
     lim = {**DEFAULT_LIMITS, **(limits or {})}
     syntax = check_syntax(check_text)
@@ -173,7 +172,6 @@ def run_check(
     try:
         work = scratch / "submission"
         fresh_copy(Path(executed), work)
-        shutil.rmtree(work / TRACE_DIR, ignore_errors=True)  # ours, not the submission's
         nonce = secrets.token_hex(8)
         params = {
             "nonce": nonce,
@@ -187,29 +185,29 @@ def run_check(
             sandbox = backend or get_backend(runtime.get("backend", "auto"))
         except Exception as exc:  # a broken backend or env: the judgment is an error, not a crash
             return _sandbox_fault(exc, t0)
-        site = scratch / "site"
-        env = arm_trace(getattr(sandbox, "name", ""), site, work)
-        spec = SandboxSpec(
-            command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
-            workdir=work,
-            # the execution's own trace site and environment: the code under test sees its run's
-            ro_mounts=[Mount(site, SITE_TARGET)],
-            env=env,
-            time_limit_s=float(lim["time_limit_s"]),
-            mem_mb=int(lim["mem_mb"]),
-            pids=int(lim["pids"]),
-            output_limit_mb=int(lim["output_limit_mb"]),
-            log_limit_kb=int(lim["log_limit_kb"]),
-            network="none",
-            gpus=0,
-            image=runtime.get("image"),
-            python_env=runtime.get("python_env"),
-        )
         log_path = scratch / "check.log"
-        try:
-            result = sandbox.run(spec, log_path)
-        except Exception as exc:
-            return _sandbox_fault(exc, t0)
+        # the execution's own trace site, channel and environment: the code under test sees its
+        # run's (what the channel receives here is not kept)
+        with arm_trace(getattr(sandbox, "name", ""), scratch / "site", work) as (_, env, mounts):
+            spec = SandboxSpec(
+                command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
+                workdir=work,
+                ro_mounts=mounts,
+                env=env,
+                time_limit_s=float(lim["time_limit_s"]),
+                mem_mb=int(lim["mem_mb"]),
+                pids=int(lim["pids"]),
+                output_limit_mb=int(lim["output_limit_mb"]),
+                log_limit_kb=int(lim["log_limit_kb"]),
+                network="none",
+                gpus=0,
+                image=runtime.get("image"),
+                python_env=runtime.get("python_env"),
+            )
+            try:
+                result = sandbox.run(spec, log_path)
+            except Exception as exc:
+                return _sandbox_fault(exc, t0)
         text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sabench.contracts import JUDGMENT_COLUMNS, Judgment, paper_folder
+from sabench.contracts import JUDGMENT_COLUMNS, UNREACHED_CAP, Judgment, paper_folder
 from sabench.faults import Fault, clear_fault, exit_for_fault
 from sabench.io import arrow_table, read_json, read_parquet_metadata, write_table
 from sabench.runtrace import with_lines
@@ -58,7 +59,24 @@ def run_judge(
         run_dir=run_dir,
         runtime=runtime,
     )
-    return dispatch(inputs)
+    return cap_untraced(dispatch(inputs), execution)
+
+
+def cap_untraced(judgments: list[Judgment], execution: dict[str, Any] | None) -> list[Judgment]:
+    """An ``untraced`` run's record of what ran cannot be trusted (altered, cut short, or a Python
+    process that sent none): no claim gets more than a run that did not complete gets for code it
+    never reached, ``UNREACHED_CAP``, whatever the judge read off the code or the record."""
+    if (execution or {}).get("status") != "untraced":
+        return judgments
+    why = "the run is untraced (its record of what ran is incomplete or altered): at most partial"
+    out = []
+    for j in judgments:
+        if j.score is not None and j.score > UNREACHED_CAP:
+            j = dataclasses.replace(
+                j, verdict="partial", score=UNREACHED_CAP, reasoning=f"{j.reasoning} ({why})"
+            )
+        out.append(j)
+    return out
 
 
 def judge_run(

@@ -1,17 +1,19 @@
 # ruff: noqa: F821, B006, B905, SIM105, UP031  (a sandbox program: 3.8 syntax, after sandbox_wire.py)
 # sabench's execution trace (docs/architecture.md, "The execution trace"), installed as
 # sitecustomize.py after sabench/checks/sandbox_wire.py by sabench.runtrace.install_site: the lines
-# of the submission's files that ran and the first calls of their module-level functions, written
-# at exit to <root>/.sabench-trace/<pid>.json. Standard library, Python 3.8-3.13; its own failures
-# are swallowed: the program it rides in must run exactly as it would without it.
-
+# of the submission's files that ran and the first calls of their module-level functions, sent to
+# the trace channel (a unix socket that sabench holds outside the sandbox, sabench.runtrace): a
+# hello when the process starts, the record when it ends (exit, os._exit, SIGTERM, exec). Nothing
+# is written where the run can reach it. Standard library, Python 3.8-3.14; its own failures are
+# swallowed: the program it rides in must run exactly as it would without it.
 import os as _os
 import sys as _sys
 
 _SETTINGS = globals().get("_TRACE_SETTINGS") or {}  # written by install_site, never the env
 _ROOT = _os.path.normpath(_SETTINGS.get("root") or "/submission").rstrip("/") or "/"
 _PREFIX = _ROOT + "/"
-_TRACE_DIR = ".sabench-trace"
+_CHANNEL = _SETTINGS.get("channel") or ""
+_MAX_SPAWNS = 256
 _MAX_CALLS = 2
 _MAX_ELEMENTS = 100000
 _MAX_CALL_BYTES = 4 << 20
@@ -118,6 +120,8 @@ class _Recorder:
         self.seen = {}  # code -> calls started so far (targets), or -1 (not a target)
         self.pending = {}  # frame -> the call record awaiting its result
         self.written = False
+        self.spawned = []  # Python interpreters this process started: [kind, executable, argv]
+        self.last_popen = None
 
     # -- calls -------------------------------------------------------------------------------
     def target(self, code, frame):
@@ -335,9 +339,10 @@ class _Recorder:
 
     # -- output ------------------------------------------------------------------------------------
     def reset_in_child(self):
-        """After fork: the child writes its own file with what it runs itself."""
+        """After fork: the child sends its own record, on its own connection."""
         self.written = False
         self.calls, self.call_bytes = [], 0
+        self.spawned = []
         self.seen.clear()
         self.pending.clear()
         for hit in self.lines.values():
@@ -358,39 +363,61 @@ class _Recorder:
                     out[rel] = sorted(set(out.get(rel, ())) | set(found))
         return out
 
-    def write(self):
+    def write(self, how="exit"):
+        """Send the process's record and its end (``how``) on the channel, once."""
         if self.written or self.name is None:
             return
         self.written = True
-        import json
-
         lines, raised, tb = self.collect_lines(), [], getattr(_sys, "last_traceback", None)
         while tb is not None:  # the frames of an uncaught exception that ended the process
             rel = _relpath(tb.tb_frame.f_code.co_filename)
             raised += [[rel, tb.tb_lineno]] if rel else []
             tb = tb.tb_next
-        if not lines and not self.calls:
+        record = {"how": how, "raised": raised, "lines": lines, "calls": self.calls}
+        _channel.send({"bye": dict(record, spawned=self.spawned)})
+
+
+class _Channel:
+    """This process's connection to the trace channel: newline-delimited JSON, sent whole."""
+
+    def __init__(self):
+        self.sock = None
+
+    def connect(self, recorder):
+        inherited, self.sock = self.sock, None  # after fork: the parent's connection stays its own
+        if inherited is not None:
+            try:
+                inherited.close()
+            except BaseException:
+                pass
+        if not _CHANNEL:
             return
-        record = {
-            "version": 1,
-            "recorder": self.name,
-            "python": "%d.%d.%d" % _sys.version_info[:3],
-            "argv0": str(_sys.argv[0]) if getattr(_sys, "argv", None) else "",
-            "lines": lines,
-            "calls": self.calls,
-            "raised": raised,
-        }
-        folder = _os.path.join(_ROOT, _TRACE_DIR)
-        _os.makedirs(folder, exist_ok=True)
-        pid = _os.getpid()
-        name, n = "%d.json" % pid, 0
-        while _os.path.exists(_os.path.join(folder, name)):
-            n += 1
-            name = "%d-%d.json" % (pid, n)
-        tmp = _os.path.join(folder, ".%s.tmp" % name)
-        with open(tmp, "w") as fh:
-            json.dump(record, fh, separators=(",", ":"))
-        _os.replace(tmp, _os.path.join(folder, name))
+        try:
+            import socket
+
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(_CHANNEL)
+            self.sock = sock
+            argv = [str(a) for a in getattr(_sys, "argv", [])[:64]]
+            hello = {"pid": _os.getpid(), "ppid": _os.getppid(), "argv": argv}
+            hello.update(recorder=recorder, python="%d.%d.%d" % _sys.version_info[:3])
+            self.send({"hello": hello})
+        except BaseException:
+            self.sock = None
+
+    def send(self, message):
+        if self.sock is None:
+            return
+        try:
+            import json
+
+            data = json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
+            self.sock.sendall(data)
+        except BaseException:
+            self.sock = None
+
+
+_channel = _Channel()
 
 
 class _Wrapping:
@@ -744,10 +771,48 @@ def _returned(frame, opcodes):
 _recorder = None
 
 
-def _flush():
+def _flush(how="exit"):
     try:
         if _recorder is not None:
-            _recorder.write()
+            _recorder.write(how)
+    except BaseException:
+        pass
+
+
+def _is_python(program):
+    name = _os.path.basename(str(program or ""))
+    return (name.startswith("python") and name[6:].replace(".", "").isdigit()) or name == "python"
+
+
+def _audit(event, args):
+    """Python interpreters this process starts (each must say hello on the channel: one started
+    with -I, -S or a cleared environment does not, and the run is untraced), and an exec that
+    replaces it (its record is sent first: the new program's atexit is not this one's)."""
+    try:
+        if event == "subprocess.Popen":
+            program, argv = args[0], args[1]
+            if isinstance(argv, (str, bytes)):
+                return  # a shell command line: the shell is not traced
+            argv = list(argv)
+            program = program or (argv[0] if argv else "")
+        elif event in ("os.posix_spawn", "os.exec"):
+            program, argv = args[0], list(args[1])
+        elif event == "os.spawn":
+            program, argv = args[1], list(args[2])
+        else:
+            return
+        if isinstance(program, bytes):
+            program = program.decode("utf-8", "replace")
+        if _is_python(program) and _recorder is not None:
+            kind = "exec" if event == "os.exec" else "spawn"
+            entry = [kind, str(program), [str(a) for a in argv[:16]]]
+            # subprocess.Popen may start its child with os.posix_spawn: one child, two events
+            once = event != "os.posix_spawn" or _recorder.last_popen != entry
+            _recorder.last_popen = entry if event == "subprocess.Popen" else None
+            if once and len(_recorder.spawned) < _MAX_SPAWNS:
+                _recorder.spawned.append(entry)
+            if kind == "exec":
+                _flush("exec")
     except BaseException:
         pass
 
@@ -761,18 +826,31 @@ def _install():
     if recorder.name is None:
         return
     _recorder = recorder
+    _channel.connect(recorder.name)
     __import__("atexit").register(_flush)
     real_exit = _os._exit
 
     def _exit(status):  # multiprocessing's forked workers end with os._exit: write first
-        _flush()
+        _flush("os._exit")
         real_exit(status)
 
     _os._exit = _exit
+    _sys.addaudithook(_audit)
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+
+        def _terminated(signum, frame):  # Pool.terminate, a time limit's first signal
+            _flush("SIGTERM")
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _os.kill(_os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, _terminated)
 
     def in_child():
         try:
             recorder.reset_in_child()
+            _channel.connect(recorder.name)
         except BaseException:
             pass
 
