@@ -59,6 +59,9 @@ class RunTrace:
     #: why the record cannot be trusted whole (empty: every process accounted for, each record
     #: whole): the run is then ``untraced`` (sabench.execute)
     problems: tuple[str, ...] = ()
+    #: the command line of the run's first Python process that no traced process started (the
+    #: entry point reproduce.sh ran), as its code saw it in ``sys.argv``: replay gives it again
+    entry_argv: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         """The execution record's ``trace`` key."""
@@ -286,6 +289,14 @@ def _problems(processes: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _entry_argv(processes: list[dict[str, Any]]) -> tuple[str, ...]:
+    pids = {p.get("pid") for p in processes}
+    for p in processes:
+        if p.get("ppid") not in pids and isinstance(p.get("argv"), list):
+            return tuple(str(a) for a in p["argv"])
+    return ()
+
+
 def read_trace(executed: Path) -> RunTrace | None:
     """The run's trace (kept beside ``executed``); None when there is none (a run from before the
     channel, or one not executed). A record that does not read is a trace with a problem."""
@@ -326,6 +337,7 @@ def read_trace(executed: Path) -> RunTrace | None:
         processes=sum(1 for p in processes if p.get("pid") is not None),
         raised={rel: frozenset(nums) for rel, nums in sorted(raised.items())},
         problems=tuple(_problems(processes)),
+        entry_argv=_entry_argv(processes),
     )
 
 

@@ -137,6 +137,15 @@ def replay_calls(executed: Path, check_text: str) -> list[dict[str, Any]]:
     return [c for c in trace.calls if c.get("module") in modules][:MAX_REPLAY_CALLS]
 
 
+def run_argv(executed: Path) -> list[str]:
+    """The command line the run's entry point saw (``sys.argv``), for the check's child to see
+    too: code that parses its arguments at a call answers as it did in its run."""
+    from sabench.runtrace import read_trace
+
+    trace = read_trace(executed)
+    return list(trace.entry_argv) if trace is not None else []
+
+
 def _sandbox_fault(exc: Exception, t0: float) -> Outcome:
     return Outcome(
         "error",
@@ -178,6 +187,7 @@ def run_check(
             "check": check_text,
             "time_limit_s": float(lim["time_limit_s"]),
             "replay": replay_calls(Path(executed), check_text),
+            "argv": run_argv(Path(executed)),
         }
         (work / PARAMS_FILE).write_text(json.dumps(params), encoding="utf-8")
         (work / RUNNER_FILE).write_text(RUNNER, encoding="utf-8")

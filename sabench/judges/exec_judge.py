@@ -84,6 +84,7 @@ VERDICT = {
     "error": "error",
     "unused": "missing",
     "unreached": "partial",
+    "unconfirmed": "partial",
 }
 #: Outcomes whose failure mode is their own, not their verdict's.
 OUTCOME_FAILURE_MODE = {"crash": CRASHED, "inconsistent": CHECK_DEPENDENT}
@@ -102,6 +103,7 @@ _PRECEDENCE = (
     "error",
     "unused",
     "unreached",
+    "unconfirmed",
     "pass",
 )
 
@@ -397,7 +399,7 @@ def judge_exec(
                     sandbox_faults.append(outcome.detail)
                 if outcome.kind != "pass" and status_note:
                     outcome.detail += status_note
-                if outcome.kind == "pass" and Path(submission).is_dir():
+                if outcome.kind in ("pass", "unconfirmed") and Path(submission).is_dir():
                     index = index or build_index(Path(submission))
                     outcome = _after_pass(outcome, check, index, execution)
             where = outcome.where
@@ -418,7 +420,8 @@ def judge_exec(
                 sau_id=str(sau["sau_id"]),
                 dimension=str(sau["dimension"]),
                 verdict=verdict,
-                score=UNREACHED_CAP if kind == "unreached" else None,  # else the verdict's
+                # else the verdict's
+                score=UNREACHED_CAP if kind in ("unreached", "unconfirmed") else None,
                 failure_mode=mode,
                 evidence=evidence,
                 reasoning=reasoning,

@@ -75,6 +75,24 @@ def _data(x):
     return encode(x, _reject)  # sandbox_wire.py's, prepended to this program
 
 
+def _global_rngs():
+    """The process's global random states (numpy's legacy one, the random module's) where those
+    modules are loaded: replay sets them before calling, so a function that draws from them gives
+    its run's answer again."""
+    out = {}
+    try:
+        np = _sys.modules.get("numpy")
+        if np is not None:
+            out["numpy"] = _data(list(np.random.get_state(legacy=True)))
+        rnd = _sys.modules.get("random")
+        if rnd is not None:
+            version, internal, gauss = rnd.getstate()
+            out["random"] = _data([version, list(internal), gauss])
+    except BaseException:
+        pass
+    return out
+
+
 def _relpath(filename, cache={}):
     """The path under the root of a code object's file, or None (cached per file name)."""
     if filename in cache:
@@ -159,6 +177,7 @@ class _Recorder:
                 "function": code.co_name,
                 "args": args,
                 "kwargs": kwargs,
+                "rng": _global_rngs(),
             }
         except BaseException:
             pass
@@ -571,6 +590,7 @@ class _Wrapping:
                 "function": code.co_name,
                 "args": out_args,
                 "kwargs": out_kwargs,
+                "rng": _global_rngs(),
                 **({"aliases": names} if names else {}),
             }
         except BaseException:
