@@ -34,6 +34,7 @@ from sabench.contracts import EXECUTION_STATUSES
 from sabench.errors import UserError
 from sabench.faults import announce_fault, clear_fault, record_fault
 from sabench.io import atomic_path, write_json, write_text
+from sabench.reseed import FABRICATED, INCONCLUSIVE, SALT, compare
 from sabench.runtrace import (
     CHANNEL_TARGET,
     SITE_TARGET,
@@ -78,6 +79,7 @@ RECORD_KEYS = (
     "sabench_version",
     "gpu_usage",
     "trace",
+    "reseed",
 )
 #: A metrics file larger than this is not parsed (it is data, not a summary).
 MAX_METRICS_BYTES = 16 << 20
@@ -276,7 +278,9 @@ def execute_run(
     run_id = "/".join(executed.resolve().parts[-4:-1])
     try:
         with allocate(cfg["gpus"], owner=run_id) as gpu_ids:
-            return _execute_in_sandbox(backend, cfg, executed, record_path, log_path, gpu_ids)
+            return _execute_in_sandbox(
+                backend, cfg, submission, executed, record_path, log_path, gpu_ids
+            )
     except NoGpuError as exc:  # asked for GPUs this host cannot give: a status, at once
         write_text(log_path, f"[sabench] status=sandbox_error: {exc}\n")
         record = _record(
@@ -296,6 +300,7 @@ def execute_run(
 def _execute_in_sandbox(
     backend: Any,
     cfg: dict[str, Any],
+    submission: Path,
     executed: Path,
     record_path: Path,
     log_path: Path,
@@ -304,14 +309,14 @@ def _execute_in_sandbox(
     """The sandboxed run proper (GPUs, if any, already allocated) and its record."""
     site = Path(tempfile.mkdtemp(prefix="sabench-site-"))
     try:
-        return _run_traced(backend, cfg, executed, record_path, log_path, gpu_ids, site)
+        return _run_traced(backend, cfg, submission, executed, record_path, log_path, gpu_ids, site)
     finally:
         shutil.rmtree(site, ignore_errors=True)
 
 
 @contextlib.contextmanager
 def arm_trace(
-    backend_name: str, site: Path, workdir: Path
+    backend_name: str, site: Path, workdir: Path, reseed: int = 0
 ) -> Iterator[tuple[TraceChannel, dict[str, str], list[Mount]]]:
     """Serve a trace channel and install the trace site into ``site`` for a run in ``workdir``;
     yield the channel, the environment that arms the trace (the site folder first on PYTHONPATH)
@@ -321,7 +326,7 @@ def arm_trace(
     check, and nothing a run sets turns the trace off."""
     local = backend_name == "local"
     root = str(Path(workdir).resolve()) if local else SUBMISSION_TARGET
-    with armed(site, root, local) as (channel, env):
+    with armed(site, root, local, reseed) as (channel, env):
         mounts = [] if local else [Mount(site, SITE_TARGET), Mount(channel.folder, CHANNEL_TARGET)]
         yield channel, env, mounts
 
@@ -341,9 +346,56 @@ def _untraced_why(trace: RunTrace, executed: Path) -> str:
     return ""
 
 
+def _spec(
+    cfg: dict[str, Any], workdir: Path, mounts: list[Mount], env: dict[str, str], gpu_ids: list[str]
+) -> SandboxSpec:
+    return SandboxSpec(
+        command=["bash", REPRODUCE_SCRIPT],
+        workdir=workdir,
+        ro_mounts=mounts,
+        env=env,
+        time_limit_s=float(cfg["time_limit_s"]),
+        mem_mb=int(cfg["mem_mb"]),
+        pids=int(cfg["pids"]),
+        output_limit_mb=int(cfg["output_limit_mb"]),
+        network=cfg["network"],
+        gpus=gpu_ids or cfg["gpus"],
+        image=cfg["image"],
+        python_env=cfg["python_env"],
+        log_limit_kb=int(cfg["log_limit_kb"]),
+        isolation=cfg["isolation"],
+        options={
+            "image_cache": cfg["image_cache"],
+            "apptainer_net": cfg["apptainer"].get("net"),
+            "apptainer_limits": cfg["apptainer"].get("limits"),
+        },
+    )
+
+
+def _reseeded(
+    backend: Any, cfg: dict[str, Any], submission: Path, gpu_ids: list[str]
+) -> dict[str, Any]:
+    """Execute ``submission`` once more on a fresh copy, every seed salted (sabench.reseed):
+    its status, the numbers it reported and the calls it recorded (the copy is not kept)."""
+    scratch = Path(tempfile.mkdtemp(prefix="sabench-reseed-"))
+    try:
+        work = scratch / "submission"
+        fresh_copy(submission, work)
+        with arm_trace(backend.name, scratch / "site", work, SALT) as (channel, env, mounts):
+            result = backend.run(_spec(cfg, work, mounts, env, gpu_ids), scratch / "reseed.log")
+            channel.close()
+            processes = channel.record()["processes"]
+        metrics, _ = read_metrics(work, cfg["metrics_files"])
+        calls = [c for p in processes for c in (p.get("calls") or []) if isinstance(c, dict)]
+        return {"status": result.status, "metrics": metrics, "calls": calls}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def _run_traced(
     backend: Any,
     cfg: dict[str, Any],
+    submission: Path,
     executed: Path,
     record_path: Path,
     log_path: Path,
@@ -352,27 +404,7 @@ def _run_traced(
 ) -> dict[str, Any]:
     trace_path(executed).unlink(missing_ok=True)  # an earlier execution's
     with arm_trace(backend.name, site, executed) as (channel, env, mounts):
-        spec = SandboxSpec(
-            command=["bash", REPRODUCE_SCRIPT],
-            workdir=executed,
-            ro_mounts=mounts,
-            env=env,
-            time_limit_s=float(cfg["time_limit_s"]),
-            mem_mb=int(cfg["mem_mb"]),
-            pids=int(cfg["pids"]),
-            output_limit_mb=int(cfg["output_limit_mb"]),
-            network=cfg["network"],
-            gpus=gpu_ids or cfg["gpus"],
-            image=cfg["image"],
-            python_env=cfg["python_env"],
-            log_limit_kb=int(cfg["log_limit_kb"]),
-            isolation=cfg["isolation"],
-            options={
-                "image_cache": cfg["image_cache"],
-                "apptainer_net": cfg["apptainer"].get("net"),
-                "apptainer_limits": cfg["apptainer"].get("limits"),
-            },
-        )
+        spec = _spec(cfg, executed, mounts, env, gpu_ids)
         before = snapshot(executed)
         started_at = _now()
         sampler = GpuSampler(gpu_ids) if gpu_ids and nvidia_smi() else None
@@ -394,6 +426,19 @@ def _run_traced(
     if untraced:
         status = "untraced"
         notes.insert(0, f"untraced: {untraced}")
+    reseed = None
+    if status == "ok" and cfg["reseed"]:
+        again = _reseeded(backend, cfg, submission, gpu_ids)
+        if again["status"] == "ok":
+            calls = trace.calls if trace is not None else ()
+            reseed = compare(metrics, again["metrics"], calls, again["calls"])
+            if reseed["verdict"] == FABRICATED:
+                notes.append(
+                    "fabricated: every reported number stayed the same when the run was re-seeded,"
+                    f" while its computation moved ({', '.join(reseed['computation_moved'][:3])})"
+                )
+        else:
+            reseed = {"verdict": INCONCLUSIVE, "status": again["status"]}
     if deleted:
         notes.append(f"{len(deleted)} file(s) deleted by the run")
     info = backend.describe(spec)
@@ -417,6 +462,7 @@ def _run_traced(
         if sampler is not None
         else ({"ids": gpu_ids, "count": len(gpu_ids)} if gpu_ids else None),
         trace=trace.summary() if trace is not None else None,
+        reseed=reseed,
     )
     return _finish(record_path, record)
 

@@ -75,7 +75,11 @@ class RunTrace:
 
 
 def site_program(
-    root: str = "/submission", channel: str = "", recorder: str = "", calls: bool = True
+    root: str = "/submission",
+    channel: str = "",
+    recorder: str = "",
+    calls: bool = True,
+    reseed: int = 0,
 ) -> str:
     """The text of the sitecustomize.py the sandbox runs: the checks' wire encoding, its settings
     (the submission's ``root``, the ``channel``'s socket as the sandbox sees it; a forced
@@ -84,7 +88,13 @@ def site_program(
     change them and a detector could read them."""
     wire = (_PROGRAMS / "checks" / "sandbox_wire.py").read_text(encoding="utf-8")
     trace = (_PROGRAMS / "sandbox" / "trace_site.py").read_text(encoding="utf-8")
-    settings = {"root": root, "channel": channel, "recorder": recorder, "calls": calls}
+    settings = {
+        "root": root,
+        "channel": channel,
+        "recorder": recorder,
+        "calls": calls,
+        "reseed": reseed,
+    }
     return f"{wire}\n_TRACE_SETTINGS = {settings!r}\n{trace}"
 
 
@@ -94,13 +104,14 @@ def install_site(
     channel: str = "",
     recorder: str = "",
     calls: bool = True,
+    reseed: int = 0,
 ) -> Path:
     """Write the site folder (``sitecustomize.py``, world-readable) into ``folder``; return it.
     ``root``: where the submission is as the traced processes see it (see :func:`site_program`)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "sitecustomize.py"
-    target.write_text(site_program(root, channel, recorder, calls), encoding="utf-8")
+    target.write_text(site_program(root, channel, recorder, calls, reseed), encoding="utf-8")
     target.chmod(0o644)
     folder.chmod(0o755)
     return folder
@@ -342,13 +353,16 @@ def read_trace(executed: Path) -> RunTrace | None:
 
 
 @contextlib.contextmanager
-def armed(site: Path, root: str, local: bool) -> Iterator[tuple[TraceChannel, dict[str, str]]]:
+def armed(
+    site: Path, root: str, local: bool, reseed: int = 0
+) -> Iterator[tuple[TraceChannel, dict[str, str]]]:
     """A channel served while the sandbox runs, and the site program that talks to it installed
     into ``site``; yields the channel and the environment that arms the trace (the site folder
-    first on PYTHONPATH). ``local``: the sandbox sees host paths (the local backend)."""
+    first on PYTHONPATH). ``local``: the sandbox sees host paths (the local backend); ``reseed``:
+    the salt of a re-seeded run (:mod:`sabench.reseed`)."""
     with TraceChannel() as channel:
         socket_path = str(channel.path) if local else f"{CHANNEL_TARGET}/{CHANNEL_SOCKET}"
-        install_site(site, root=root, channel=socket_path)
+        install_site(site, root=root, channel=socket_path, reseed=reseed)
         yield channel, {"PYTHONPATH": str(site) if local else SITE_TARGET}
 
 

@@ -13,6 +13,7 @@ _SETTINGS = globals().get("_TRACE_SETTINGS") or {}  # written by install_site, n
 _ROOT = _os.path.normpath(_SETTINGS.get("root") or "/submission").rstrip("/") or "/"
 _PREFIX = _ROOT + "/"
 _CHANNEL = _SETTINGS.get("channel") or ""
+_RESEED = int(_SETTINGS.get("reseed") or 0)  # the re-seeded run's salt (0: the run itself)
 _MAX_SPAWNS = 256
 _MAX_CALLS = 2
 _MAX_ELEMENTS = 100000
@@ -878,6 +879,93 @@ def _install():
         _os.register_at_fork(after_in_child=in_child)
 
 
+def _salted(seed):
+    """The seed a re-seeded run uses instead of ``seed`` (None stays None: entropy either way)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        try:
+            return [int(v) for v in seed] + [_RESEED]
+        except Exception:
+            return (hash(repr(seed)) ^ _RESEED) & 0xFFFFFFFF
+    return (seed + _RESEED) & 0xFFFFFFFF
+
+
+def _reseed_module(name, module):
+    """Make the seeding entry points of ``random``, ``numpy.random`` and ``torch`` salt their
+    seeds: every seeded draw of the run differs from its first execution's."""
+    if name == "random":
+        real = module.Random.seed
+
+        def seed(self, a=None, version=2):
+            return real(self, _salted(a), version)
+
+        module.Random.seed = seed
+        module.seed = module._inst.seed
+        module._inst.seed(None)
+    elif name == "numpy.random":
+        real_rng, real_seed = module.default_rng, module.seed
+        module.default_rng = lambda seed=None: real_rng(_salted(seed))
+        module.seed = lambda seed=None: real_seed(_salted(seed))
+        for cls in ("RandomState", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"):
+            base = getattr(module, cls, None)
+            if base is not None:
+                salted = type(cls, (base,), {"__init__": _salted_init(base)})
+                salted.__module__ = base.__module__
+                setattr(module, cls, salted)
+        real_seed(None)
+    elif name == "torch" and hasattr(module, "manual_seed"):
+        real_manual = module.manual_seed
+        module.manual_seed = lambda seed: real_manual(_salted(seed) or 0)
+
+
+def _salted_init(base):
+    def __init__(self, seed=None, *args, **kwargs):
+        base.__init__(self, _salted(seed), *args, **kwargs)
+
+    return __init__
+
+
+class _ReseedFinder:
+    """On sys.meta_path in a re-seeded run: patches each seeding module once it has loaded."""
+
+    names = ("random", "numpy.random", "torch")
+
+    def __init__(self):
+        self.busy = set()
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.names or name in self.busy:
+            return None
+        self.busy.add(name)
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy.discard(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        real = spec.loader.exec_module
+
+        def exec_module(module):
+            real(module)
+            try:
+                _reseed_module(name, module)
+            except Exception:
+                pass
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _arm_reseed():
+    for name in _ReseedFinder.names:
+        if name in _sys.modules:
+            _reseed_module(name, _sys.modules[name])
+    _sys.meta_path.insert(0, _ReseedFinder())
+
+
 def _disguise(code):  # and the code it defines: see _STD_FILE (docs/checks.md, threat model)
     consts = tuple(_disguise(c) if type(c) is type(code) else c for c in code.co_consts)
     return code.replace(co_filename=_STD_FILE, co_consts=consts)
@@ -889,6 +977,8 @@ try:
             if type(_fn) is _FunctionType and _fn.__module__ == __name__:
                 _fn.__code__ = _disguise(_fn.__code__)
     _install()
+    if _RESEED:
+        _arm_reseed()
 except BaseException:
     pass
 _chain_sitecustomize()
