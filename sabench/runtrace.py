@@ -59,6 +59,9 @@ class RunTrace:
     #: why the record cannot be trusted whole (empty: every process accounted for, each record
     #: whole): the run is then ``untraced`` (sabench.execute)
     problems: tuple[str, ...] = ()
+    #: the submission's files its processes opened (relative paths): a setting is evidence only
+    #: where the run read its file
+    opened: frozenset[str] = frozenset()
     #: the command line of the run's first Python process that no traced process started (the
     #: entry point reproduce.sh ran), as its code saw it in ``sys.argv``: replay gives it again
     entry_argv: tuple[str, ...] = ()
@@ -169,7 +172,8 @@ class _Process:
             self.problem = "sent a record before saying hello"
         elif kind == "bye" and isinstance(body, dict):
             self.ended = str(body.get("how") or "exit")
-            self.record = {k: body.get(k) for k in ("lines", "calls", "raised", "spawned")}
+            keys = ("lines", "calls", "raised", "spawned", "opened")
+            self.record = {k: body.get(k) for k in keys}
         else:
             self.problem = f"sent an unknown message {kind!r}"
 
@@ -327,6 +331,7 @@ def read_trace(executed: Path) -> RunTrace | None:
     lines: dict[str, set[int]] = {}
     raised: dict[str, set[int]] = {}
     calls: list[dict[str, Any]] = []
+    opened: set[str] = set()
     recorders = {str(p.get("recorder")) for p in processes if p.get("recorder")}
     for p in processes:
         found = _valid_lines(p.get("lines", {}))
@@ -335,6 +340,9 @@ def read_trace(executed: Path) -> RunTrace | None:
         for frame in p.get("raised") or []:
             if isinstance(frame, list) and len(frame) == 2 and isinstance(frame[1], int):
                 raised.setdefault(os.path.normpath(str(frame[0])), set()).add(frame[1])
+        opened.update(
+            os.path.normpath(f) for f in p.get("opened") or [] if isinstance(f, str) and f
+        )
         got_calls = p.get("calls") or []
         calls += [
             c
@@ -349,6 +357,7 @@ def read_trace(executed: Path) -> RunTrace | None:
         raised={rel: frozenset(nums) for rel, nums in sorted(raised.items())},
         problems=tuple(_problems(processes)),
         entry_argv=_entry_argv(processes),
+        opened=frozenset(opened),
     )
 
 
@@ -367,15 +376,17 @@ def armed(
 
 
 def with_lines(execution: dict[str, Any] | None, executed: Path) -> dict[str, Any] | None:
-    """``execution`` with ``lines_run`` ({relpath: sorted lines}) when the run left a trace, and
-    ``lines_raised`` (the same shape) when an uncaught exception ended one of its processes; the
-    record unchanged otherwise (and None stays None)."""
+    """``execution`` with ``lines_run`` ({relpath: sorted lines}) and ``files_read`` (the
+    submission's files its processes opened, sorted) when the run left a trace, and
+    ``lines_raised`` (the same shape as lines_run) when an uncaught exception ended one of its
+    processes; the record unchanged otherwise (and None stays None)."""
     if execution is None:
         return None
     trace = read_trace(executed)
     if trace is None:
         return execution
     out = {**execution, "lines_run": {rel: sorted(nums) for rel, nums in trace.lines.items()}}
+    out["files_read"] = sorted(trace.opened)
     if trace.raised:
         out["lines_raised"] = {rel: sorted(nums) for rel, nums in trace.raised.items()}
     return out

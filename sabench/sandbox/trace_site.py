@@ -15,6 +15,7 @@ _PREFIX = _ROOT + "/"
 _CHANNEL = _SETTINGS.get("channel") or ""
 _RESEED = int(_SETTINGS.get("reseed") or 0)  # the re-seeded run's salt (0: the run itself)
 _MAX_SPAWNS = 256
+_MAX_OPENED = 4096
 _MAX_CALLS = 2
 _MAX_ELEMENTS = 100000
 _MAX_CALL_BYTES = 4 << 20
@@ -109,6 +110,17 @@ def _relpath(filename, cache={}):
     return rel
 
 
+def _opened_relpath(path):
+    """An opened path's place under the root, or None."""
+    try:
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "replace")
+        full = _os.path.abspath(path)
+        return full[len(_PREFIX) :] if full.startswith(_PREFIX) else None
+    except Exception:
+        return None
+
+
 def _module_name(globals_, rel):
     name = globals_.get("__name__")
     if name == "__main__" and rel and rel.endswith(".py"):
@@ -141,6 +153,7 @@ class _Recorder:
         self.written = False
         self.spawned = []  # Python interpreters this process started: [kind, executable, argv]
         self.last_popen = None
+        self.opened = {}  # the submission's files this process opened, relative to the root
 
     # -- calls -------------------------------------------------------------------------------
     def target(self, code, frame):
@@ -362,7 +375,7 @@ class _Recorder:
         """After fork: the child sends its own record, on its own connection."""
         self.written = False
         self.calls, self.call_bytes = [], 0
-        self.spawned = []
+        self.spawned, self.opened = [], {}
         self.seen.clear()
         self.pending.clear()
         for hit in self.lines.values():
@@ -394,6 +407,7 @@ class _Recorder:
             raised += [[rel, tb.tb_lineno]] if rel else []
             tb = tb.tb_next
         record = {"how": how, "raised": raised, "lines": lines, "calls": self.calls}
+        record["opened"] = sorted(self.opened)
         _channel.send({"bye": dict(record, spawned=self.spawned)})
 
 
@@ -806,10 +820,18 @@ def _is_python(program):
 
 
 def _audit(event, args):
-    """Python interpreters this process starts (each must say hello on the channel: one started
+    """Files of the submission this process opens (a setting is evidence only where the run read
+    its file), Python interpreters it starts (each must say hello on the channel: one started
     with -I, -S or a cleared environment does not, and the run is untraced), and an exec that
     replaces it (its record is sent first: the new program's atexit is not this one's)."""
     try:
+        if event == "open":
+            path = args[0]
+            if isinstance(path, (str, bytes)) and _recorder is not None:
+                rel = _opened_relpath(path)
+                if rel and len(_recorder.opened) < _MAX_OPENED:
+                    _recorder.opened[rel] = None
+            return
         if event == "subprocess.Popen":
             program, argv = args[0], args[1]
             if isinstance(argv, (str, bytes)):

@@ -242,9 +242,16 @@ def executed_index(
             unread |= _tokens(trees[path], set())
         unread -= set(kept)
     reads = index.reads - unread
-    if not (not_run - index.unread) and not (inert - index.unread) and reads == index.reads:
+    unopened = _unopened_settings(index, execution) if ran is not None else set()
+    if (
+        not (not_run - index.unread)
+        and not (inert - index.unread)
+        and reads == index.reads
+        and not unopened - index.unread
+    ):
         return index
-    declared = {  # literal assignments whose names only code that reaches nothing reads ...
+    declared = unopened | {  # settings in files the run never opened; literal assignments
+        # whose names only code that reaches nothing reads ...
         (fid, ln)
         for fid, start, end, names in index.declarations
         if reads != index.reads and not any(n in reads for n in names)
@@ -267,6 +274,23 @@ def executed_index(
         dead=index.dead | not_run,
         inert=index.inert | inert,
     )
+
+
+def _unopened_settings(index: CodeIndex, execution: dict[str, Any] | None) -> set[tuple[int, int]]:
+    """The lines of settings in config files the run's processes never opened (the record's
+    ``files_read``): a value is evidence only where code that ran reads it. None without that
+    record (a run from before it)."""
+    read = (execution or {}).get("files_read")
+    if not isinstance(read, list):
+        return set()
+    opened = set(read)
+    out = set()
+    for fact in index.facts:
+        if fact.kind == "config" and fact.file not in opened:
+            fid = index.file_id(fact.file)
+            if fid is not None:
+                out.add((fid, fact.line))
+    return out
 
 
 def _module_data(body: list[ast.stmt]) -> Iterator[ast.Assign | ast.AnnAssign]:
