@@ -236,7 +236,7 @@ def executed_index(
         }
         kept = _kept(trees, gone)
         if ran is not None:  # what ran, called only where its result reaches nothing
-            kept = _uncalled(trees, found, gone, kept)
+            kept = _uncalled(trees, found, gone, kept, _called_unseen(trees, ran))
         for path, ids in found.items():
             inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
             unread |= _tokens(trees[path], set())
@@ -322,16 +322,33 @@ def _kept(trees: dict[str, ast.Module], gone: dict[str, set[int]]) -> Counter[st
     return Counter(t for p, tree in trees.items() for t in _token_list(tree, gone[p]))
 
 
+def _called_unseen(trees: dict[str, ast.Module], ran: dict[str, set[int]]) -> set[str]:
+    """Module-level functions that ran although no code names them (an ``importlib`` or
+    ``getattr`` lookup by a string, a registry read from a config): their callers are unseen, so
+    where their results go cannot be told from the code, and they are not taken to reach nothing."""
+    named = _kept(trees, {p: set() for p in trees})
+    return {
+        st.name
+        for p, tree in trees.items()
+        for st in tree.body
+        if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not named[st.name]
+        and any(ln in ran.get(p, ()) for b in st.body for ln in range(b.lineno, b.end_lineno + 1))
+    }
+
+
 def _uncalled(
     trees: dict[str, ast.Module],
     found: dict[str, set[int]],
     gone: dict[str, set[int]],
     kept: Counter[str],
+    unseen: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> Counter[str]:
     """The module-level functions that only code reaching nothing calls, and the module's data
     (an assignment computing nothing: no call) that only such code reads, added to ``found``
     (their every statement: a function whose results reach nothing implements nothing, however
-    often it ran), to a fixpoint; what the code still reads."""
+    often it ran), to a fixpoint; what the code still reads. ``unseen``: functions that ran
+    with no caller in the code (:func:`_called_unseen`), left alone."""
     while True:
         dead = {
             p: [
@@ -341,6 +358,7 @@ def _uncalled(
                     isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
                     and not st.decorator_list
                     and st.name not in kept
+                    and st.name not in unseen
                 )
                 or (
                     isinstance(st, ast.Assign | ast.AnnAssign)
