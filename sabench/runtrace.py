@@ -86,11 +86,16 @@ def site_program(
 ) -> str:
     """The text of the sitecustomize.py the sandbox runs: the checks' wire encoding, its settings
     (the submission's ``root``, the ``channel``'s socket as the sandbox sees it; a forced
-    ``recorder`` and ``calls=False``, lines only, are for benchmarks), then the trace program (both
-    standard library only). Settings live in the program, not the environment, where a run could
-    change them and a detector could read them."""
+    ``recorder`` and ``calls=False``, lines only, are for benchmarks), then the trace program
+    (``sandbox/trace_wrapping.py`` and ``sandbox/trace_site.py``; all standard library only).
+    Settings live in the program, not the environment, where a run could change them and a
+    detector could read them."""
     wire = (_PROGRAMS / "checks" / "sandbox_wire.py").read_text(encoding="utf-8")
-    trace = (_PROGRAMS / "sandbox" / "trace_site.py").read_text(encoding="utf-8")
+    # the calls' recorder before Python 3.12 first: the trace program installs itself as it ends
+    trace = "\n".join(
+        (_PROGRAMS / "sandbox" / name).read_text(encoding="utf-8")
+        for name in ("trace_wrapping.py", "trace_site.py")
+    )
     settings = {
         "root": root,
         "channel": channel,
@@ -144,6 +149,8 @@ class _Process:
         self.record: dict[str, Any] = {}
         self.ended: str | None = None
         self.problem = ""
+        #: the same process's connections still open when this one opened (see :meth:`as_dict`)
+        self.beside: list[_Process] = []
 
     def feed(self, data: bytes) -> None:
         self.received += len(data)
@@ -182,9 +189,21 @@ class _Process:
             **(self.hello or {}),
             "peer": self.peer,
             "ended": self.ended,
-            "problem": self.problem or (None if not self.buffer else "left a message unfinished"),
+            "problem": self.problem or self._late_problem() or None,
             **self.record,
         }
+
+    def _late_problem(self) -> str:
+        """A message cut short, or a second voice: a process speaks once, on one connection, and
+        again only after an exec replaced its program (the old record ends ``exec``). A process
+        that opens another connection while its own is open is writing someone else's record.
+        (A pid the kernel reuses belongs to a process that starts after the first one's
+        connection closed: never beside it.)"""
+        if self.buffer:
+            return "left a message unfinished"
+        if any(other.ended != "exec" for other in self.beside):
+            return "opened a second connection beside its own (a record it did not run)"
+        return ""
 
 
 class TraceChannel:
@@ -246,6 +265,7 @@ class TraceChannel:
                             socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
                         )
                         process = _Process(struct.unpack("3i", creds)[0])
+                        process.beside = [p for p in open_conns.values() if p.peer == process.peer]
                         self.processes.append(process)
                         open_conns[conn] = process
                         selector.register(conn, selectors.EVENT_READ, process)

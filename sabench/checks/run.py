@@ -45,7 +45,11 @@ _WIRE = _program("sandbox_wire.py")
 
 # The child: the submission's own interpreter. It imports what the check asks for and serves the
 # check's calls; its results go back as data (or handles), its exceptions as descriptions.
-CHILD = _WIRE + _program("sandbox_child.py")
+# It starts as ``python -c`` in the submission's folder, which puts that folder ('') first on its
+# path: its own imports (the standard library's) come before the submission's folder goes on it,
+# or a submission's traceback.py would be the harness's traceback.
+CHILD = 'import sys\nsys.path[:1] = [] if sys.path[:1] == [""] else sys.path[:1]\n'
+CHILD += _WIRE + _program("sandbox_child.py")
 
 # The program that runs inside the sandbox: the check's interpreter. Standard library only;
 # everything it needs is imported before /submission goes on sys.path, and it never imports the
