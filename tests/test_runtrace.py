@@ -180,6 +180,7 @@ def test_bwrap_run_records_lines_and_calls(
     by_name = {c["function"]: c for c in trace.calls}
     assert "scale" not in by_name  # an argument that is not data: nothing recorded
     assert "never_called" not in by_name
+    assert "numpy" in by_name["pick"].pop("rng")  # the global random states it began with
     assert by_name["pick"] == {
         "module": "main",
         "function": "pick",
@@ -418,7 +419,11 @@ def test_the_channel_merges_what_each_process_sent(tmp_path: Path) -> None:
         _bye(lines={"a.py": [3, 1]}, calls=[CALL, {"function": "g"}], spawned=[spawn]),
     ]
     lines = {"a.py": [2], "b/c.py": [5], "/etc/x.py": [1], "d.py": [0, True, 4]}
-    child = [_hello(11, ppid=10, recorder="settrace"), _bye("os._exit", lines=lines)]
+    opened = ["config.yaml", "data/x.csv"]
+    child = [
+        _hello(11, ppid=10, recorder="settrace"),
+        _bye("os._exit", lines=lines, opened=opened),
+    ]
     # a record sent in pieces arrives whole
     split = _line(_hello(12, ppid=10)) + _line(_bye("SIGTERM", raised=[["a.py", 2]]))
     pieces = [split[:7], split[7:40], split[40:]]
@@ -443,6 +448,7 @@ def test_the_channel_merges_what_each_process_sent(tmp_path: Path) -> None:
     assert seen == {
         "status": "ok",
         "lines_run": {"a.py": [1, 2, 3], "b/c.py": [5], "d.py": [4]},
+        "files_read": ["config.yaml", "data/x.csv"],  # what its processes opened
         "lines_raised": {"a.py": [2]},
     }
 

@@ -542,8 +542,9 @@ def replay(targets):
             recorded = decode(call["result"], not_data)
             answers = []
             for _ in range(2):
-                if call.get("rng"):
-                    rpc({"op": "global_rng", "state": call["rng"]}, "setting the random state")
+                if isinstance(call.get("rng"), dict):  # {module: its encoded state}
+                    state = {"__dict__": [[k, v] for k, v in call["rng"].items()]}
+                    rpc({"op": "global_rng", "state": state}, "setting the random state")
                 answers.append(fn(*args, **kwargs))
             first, second = answers
         except ChildGone:
