@@ -172,3 +172,35 @@ def test_replay_gives_the_run_its_command_line_and_random_state(
     # main(None) replayed parses the run's own --scale 3 (not the check child's argv); the
     # global draws replay as the run drew them; a clock-driven answer confirms nothing
     assert outcome.kind == kind, (outcome.detail, outcome.tail)
+
+
+SWITCH = """import os
+
+import numpy as np
+
+
+def draw(n, rng):
+    shift = 1.0 if os.path.exists("marker") else 0.0  # only while its own run is on
+    return float(rng.normal(size=n).sum() + shift)
+
+
+if __name__ == "__main__":
+    print(draw(3, np.random.default_rng(0)))
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "kind"), [(SWITCH, "inconsistent"), (SWITCH.replace("1.0 if", "0.0 if"), "pass")]
+)
+def test_replay_gives_a_generator_argument_its_recorded_state(
+    bwrap_ok: None, sandbox_env: Path, tmp_path: Path, code: str, kind: str
+) -> None:
+    script = "touch marker\npython main.py\nrm marker\n"
+    record = _execute(
+        tmp_path, sandbox_env, {"main.py": code, "reproduce.sh": script}, reseed=False
+    )
+    assert record["status"] == "ok", record["message"]
+    check = "import numpy as np\nfrom main import draw\nassert isinstance(draw(2, np.random.default_rng(1)), float)\n"
+    runtime = {"backend": "bwrap", "python_env": str(sandbox_env)}
+    outcome = run_check(check, tmp_path / "run" / "executed", runtime)
+    assert outcome.kind == kind, (outcome.detail, outcome.tail)

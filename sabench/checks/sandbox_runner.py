@@ -501,6 +501,14 @@ def same(a, b):
 
 
 def not_data(d):
+    """A recorded value: data, or a numpy Generator as the state it held when the run called
+    (built here in that state: it crosses to the child as the check's own Generators do)."""
+    if "__generator__" in d:
+        import numpy as np
+        state = decode(d["__generator__"], not_data)
+        rng = np.random.Generator(getattr(np.random, state["bit_generator"])())
+        rng.bit_generator.state = state
+        return rng
     raise TypeError("not data")
 
 
@@ -538,10 +546,10 @@ def replay(targets):
             STATE["phase"] = "import"  # a module that hangs as it imports: the check's import too
             fn = getattr(importlib.import_module(module), used[0])
             STATE["phase"] = "replay"
-            args, kwargs = bind(fn, call)
             recorded = decode(call["result"], not_data)
             answers = []
-            for _ in range(2):
+            for _ in range(2):  # each call from the recorded state: arguments, global generators
+                args, kwargs = bind(fn, call)
                 if isinstance(call.get("rng"), dict):  # {module: its encoded state}
                     state = {"__dict__": [[k, v] for k, v in call["rng"].items()]}
                     rpc({"op": "global_rng", "state": state}, "setting the random state")

@@ -69,13 +69,21 @@ def _fits(x, depth=0):
     np = _sys.modules.get("numpy")
     if np is not None and isinstance(x, (np.ndarray, np.generic)):
         return x.dtype.kind in NUMERIC and x.size <= _MAX_ELEMENTS
-    return False
+    return np is not None and isinstance(x, np.random.Generator)
+
+
+def _generator(obj):
+    """A numpy Generator as the state it holds (replay builds one in that state)."""
+    np = _sys.modules.get("numpy")
+    if np is None or not isinstance(obj, np.random.Generator):
+        raise _Skip()
+    return {"__generator__": encode(obj.bit_generator.state, _reject)}
 
 
 def _data(x):
     if not _fits(x):
         raise _Skip()
-    return encode(x, _reject)  # sandbox_wire.py's, prepended to this program
+    return encode(x, _generator)  # sandbox_wire.py's, prepended to this program
 
 
 def _global_rngs():
