@@ -204,3 +204,14 @@ def test_replay_gives_a_generator_argument_its_recorded_state(
     runtime = {"backend": "bwrap", "python_env": str(sandbox_env)}
     outcome = run_check(check, tmp_path / "run" / "executed", runtime)
     assert outcome.kind == kind, (outcome.detail, outcome.tail)
+
+
+def test_an_expected_number_that_stayed_while_the_run_moved_is_fabricated() -> None:
+    from sabench.judges.exec_judge import _stayed
+
+    sau = {"expected": [{"metric": "a.rmse", "value": 0.6}, {"metric": "a.loss", "value": 0.1}]}
+    moved = {"computation_moved": ["m.fit"], "stayed": ["a.rmse"], "verdict": COMPUTED}
+    assert _stayed(sau, {"reseed": moved}) == ["a.rmse"]
+    # nothing moved: a deterministic run proves nothing either way
+    assert _stayed(sau, {"reseed": {**moved, "computation_moved": []}}) == []
+    assert _stayed(sau, {"reseed": None}) == [] and _stayed(sau, None) == []

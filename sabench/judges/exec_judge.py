@@ -154,6 +154,20 @@ def _metrics_line(executed: Path | None, metric: str) -> Evidence | None:
     return Evidence("results.json", 1, max(len(lines), 1))
 
 
+def _stayed(sau: Mapping[str, Any], execution: Mapping[str, Any] | None) -> list[str]:
+    """The SAU's expected metrics that stayed the same when the run was re-seeded while its
+    computation moved (sabench.reseed): numbers the run reported but did not compute. An honest
+    number can stay (a stratified split's majority-class accuracy): docs/checks.md says so."""
+    entry = (execution or {}).get("reseed") or {}
+    if not entry.get("computation_moved"):
+        return []
+    stayed = set(entry.get("stayed") or [])
+    try:
+        return [e.metric for e in parse_expected(sau["expected"]) if e.metric in stayed]
+    except ExpectedError:
+        return []
+
+
 def _expected_outcomes(
     raw: Any, execution: Mapping[str, Any] | None, executed: Path | None
 ) -> list[tuple[Outcome, Evidence | None]]:
@@ -406,15 +420,23 @@ def judge_exec(
             ev = Evidence(where[0], where[1], where[1]) if where else None
             parts.append(("check", outcome, ev))
         fab = fabricated.get(str(sau["sau_id"]))
+        stayed = _stayed(sau, execution) if has_expected(sau) else []
         if has_expected(sau):
             for outcome, ev in _expected_outcomes(sau["expected"], execution, executed_path):
                 parts.append(("expected", outcome, ev))
             if fab:  # typed in, not computed: it scores 0 even where it matches the paper
                 site = Evidence(fab[0].file, fab[0].line, fab[0].line)
                 parts.insert(0, ("expected", Outcome("fail", fabricated_reasoning(fab)), site))
+            elif stayed:  # the same number whatever the run computed: not computed by it
+                why = (
+                    f"Fabricated result: {', '.join(stayed[:3])} stayed the same when the run was "
+                    "re-seeded, while the computation it reports moved (execution.json reseed)"
+                )
+                parts.insert(0, ("expected", Outcome("fail", why), None))
         kind, reasoning, evidence = _combine(parts)
         verdict = VERDICT[kind]
-        mode = FABRICATED if fab else OUTCOME_FAILURE_MODE.get(kind, FAILURE_MODE.get(verdict))
+        made_up = fab or stayed
+        mode = FABRICATED if made_up else OUTCOME_FAILURE_MODE.get(kind, FAILURE_MODE.get(verdict))
         judgments.append(
             Judgment(
                 sau_id=str(sau["sau_id"]),
