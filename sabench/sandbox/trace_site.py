@@ -488,10 +488,17 @@ def _returned(frame, opcodes):
 _recorder = None
 
 
+_sending = []  # non-empty while this process sends its record
+
+
 def _flush(how="exit"):
     try:
         if _recorder is not None:
-            _recorder.write(how)
+            _sending.append(how)
+            try:
+                _recorder.write(how)
+            finally:
+                _sending.clear()
     except BaseException:
         pass
 
@@ -551,6 +558,19 @@ def _install():
     if recorder.name is None:
         return
     _recorder = recorder
+    import signal
+
+    # before the hello: a process that said hello always has the handler that sends its end
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+
+        def _terminated(signum, frame):  # Pool.terminate, a time limit's first signal
+            if _sending:  # already ending: its record goes out whole, then it exits
+                return
+            _flush("SIGTERM")
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _os.kill(_os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, _terminated)
     _channel.connect(recorder.name)
     __import__("atexit").register(_flush)
     real_exit = _os._exit
@@ -561,16 +581,6 @@ def _install():
 
     _os._exit = _exit
     _sys.addaudithook(_audit)
-    import signal
-
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-
-        def _terminated(signum, frame):  # Pool.terminate, a time limit's first signal
-            _flush("SIGTERM")
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            _os.kill(_os.getpid(), signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, _terminated)
 
     def in_child():
         try:
