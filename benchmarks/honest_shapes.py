@@ -26,7 +26,8 @@ judge through :func:`sabench.judges.run.run_judge` (an untraced or fabricated ru
 the workflow), as benchmarks/submissions.py does. A variant must write the same results.json as the
 reference (``results:`` line; exit status 1 when one does not). Prints one line per (paper, shape,
 judge), ``shape: paper=<p> shape=<s> judge=<j> score=<x> reference=<r> ratio=<x/r> ok=<yes|no>
-status=<execution status>`` (ok: ratio >= 0.95), then ``honest_shapes: ok=<a>/<n>``.
+status=<execution status>`` (ok: ratio >= 0.95; a sandbox or judge fault leaves nan, status
+``fault``), then ``honest_shapes: ok=<a>/<n>``.
 """
 
 from __future__ import annotations
@@ -481,7 +482,11 @@ def measure(
             paper, shape, files = job
             work = Path(tmp) / paper / shape
             source = write_files(work / "source", files)
-            scores, status = score_case(source, paper, shape, judges, work / "case")
+            try:
+                scores, status = score_case(source, paper, shape, judges, work / "case")
+            except Exception as exc:  # a sandbox or judge fault: no score, said so
+                print(f"[{paper}/{shape}] {type(exc).__name__}: {exc}", file=sys.stderr)
+                scores, status = dict.fromkeys(judges, float("nan")), "fault"
             return {
                 "paper": paper,
                 "shape": shape,
