@@ -199,14 +199,16 @@ def judgments_of(
 ):
     """The judge's verdicts: ``static`` reads the code, ``exec`` runs the paper's checks on the
     executed copy in the sandbox (bwrap, the project's sandbox Python) and compares the expected
-    results."""
+    results; an ``untraced`` run's capped as the workflow's judge step caps them."""
+    from sabench.judges.run import cap_untraced
+
     if judge == "static":
-        return judge_static(sub, saus, execution)
+        return cap_untraced(judge_static(sub, saus, execution), execution)
     from sabench.judges.exec_judge import judge_exec
     from sabench.sandbox.settings import default_python_env
 
     runtime = {"backend": "bwrap", "python_env": default_python_env()}
-    return judge_exec(
+    found = judge_exec(
         sub,
         saus,
         execution,
@@ -214,6 +216,7 @@ def judgments_of(
         runtime=runtime,
         settings=exec_settings,
     )
+    return cap_untraced(found, execution)
 
 
 def overall(

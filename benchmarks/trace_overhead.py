@@ -5,7 +5,8 @@
 
 Each script runs in a submission-like folder through the sandbox Python directly (a subprocess,
 no sandbox), once plain and once with the site folder first on PYTHONPATH
-(``sabench.runtrace.install_site``) as ``sabench.execute`` arms it; the best of ``--repeat``
+(``sabench.runtrace.install_site``) and a trace channel served, as ``sabench.execute`` arms it
+(each traced process sends its record over the channel); the best of ``--repeat``
 CPU times (user + system of the child: the machine may be shared, wall times are printed too) of
 each is compared, and under coverage also with calls off (``install_site(calls=False)``: lines only). The pure-Python loop is the worst case (every line of it is
 submission code, a call per iteration); the numpy script is what most submissions spend their time
@@ -27,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sabench.runtrace import TRACE_DIR, install_site, read_trace  # noqa: E402
+from sabench.runtrace import TraceChannel, install_site, read_trace, trace_path  # noqa: E402
 
 PURE = """def step(x):
     return (x * 31 + 7) % 1000003
@@ -87,12 +88,16 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--recorder", help="force a recorder (default: the site program's choice)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="sabench-trace-bench-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="sabench-trace-bench-") as tmp,
+        TraceChannel() as channel,
+    ):
         root = Path(tmp)
         sub = root / "submission"
         sub.mkdir()
-        site = install_site(root / "site", root=str(sub), recorder=args.recorder or "")
-        lines_site = install_site(root / "lines", root=str(sub), calls=False)
+        arm = {"root": str(sub), "channel": str(channel.path)}
+        site = install_site(root / "site", recorder=args.recorder or "", **arm)
+        lines_site = install_site(root / "lines", calls=False, **arm)
         (sub / "pure.py").write_text(PURE)
         (sub / "heavy.py").write_text(NUMPY)
         base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LANG": "C.UTF-8"}
@@ -112,11 +117,13 @@ def main() -> int:
                 ratios[name + "_lines_only"] = lines[1] / plain[1]
                 line += f"; lines only {lines[1]:.3f}s cpu ({ratios[name + '_lines_only']:.2f}x)"
             print(line, file=sys.stderr)
+        channel.close()
+        channel.write(trace_path(sub))
         trace = read_trace(sub)
-        recorder = trace.recorder if trace is not None else "none"
-        if trace is not None:
-            print(f"  trace: {json.dumps(trace.summary())}", file=sys.stderr)
-        assert (sub / TRACE_DIR).is_dir(), "no trace was written"
+        assert trace is not None and trace.processes > 0, "no process sent a trace"
+        assert not trace.problems, trace.problems
+        recorder = trace.recorder
+        print(f"  trace: {json.dumps(trace.summary())}", file=sys.stderr)
     print(
         f"trace_overhead: pure_python={ratios['pure_python']:.2f}x numpy={ratios['numpy']:.2f}x "
         f"recorder={recorder.replace(' ', '-')}"

@@ -42,8 +42,12 @@ VERDICT_SCORES = {"aligned": 1.0, "drifted": 0.0, "missing": 0.0, "placeholder":
 #: dataset or a GPU. Both judges cap at it (judges/static/executed.py, judges/exec_judge.py).
 UNREACHED_CAP = 0.25
 
+#: ``untraced``: the run ended as ``ok`` but its record of what ran cannot be trusted (altered, cut
+#: short, or a Python process that sent none: sabench.runtrace); judged like a run that did not
+#: complete, every claim capped at ``UNREACHED_CAP`` (judges/run.py).
 EXECUTION_STATUSES = (
     "ok",
+    "untraced",
     "failed",
     "timeout",
     "oom",

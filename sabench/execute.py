@@ -14,6 +14,7 @@ Standalone: ``python -m sabench.execute SUBMISSION --out DIR [--backend bwrap]``
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -24,7 +25,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,16 @@ from sabench.contracts import EXECUTION_STATUSES
 from sabench.errors import UserError
 from sabench.faults import announce_fault, clear_fault, record_fault
 from sabench.io import atomic_path, write_json, write_text
-from sabench.runtrace import SITE_TARGET, TRACE_DIR, install_site, read_trace
+from sabench.reseed import FABRICATED, INCONCLUSIVE, SALT, compare
+from sabench.runtrace import (
+    CHANNEL_TARGET,
+    SITE_TARGET,
+    RunTrace,
+    TraceChannel,
+    armed,
+    read_trace,
+    trace_path,
+)
 from sabench.sandbox import (
     SUBMISSION_TARGET,
     Mount,
@@ -69,6 +79,7 @@ RECORD_KEYS = (
     "sabench_version",
     "gpu_usage",
     "trace",
+    "reseed",
 )
 #: A metrics file larger than this is not parsed (it is data, not a summary).
 MAX_METRICS_BYTES = 16 << 20
@@ -193,11 +204,6 @@ def read_metrics(root: Path, files: list[str]) -> tuple[dict[str, Any], list[str
     return metrics, notes
 
 
-def _is_trace(rel: str) -> bool:
-    """A file of the execution trace (never a file the run made, never a metrics file)."""
-    return rel == TRACE_DIR or rel.startswith(TRACE_DIR + "/")
-
-
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -206,7 +212,7 @@ def _record(**values: Any) -> dict[str, Any]:
     record = {key: values.get(key) for key in RECORD_KEYS}
     record["sabench_version"] = __version__
     for key in ("files_created", "files_modified"):
-        record[key] = [f for f in record[key] or [] if not _is_trace(f)]
+        record[key] = list(record[key] or [])
     record["metrics"] = record["metrics"] or {}
     record["message"] = record["message"] or ""
     assert record["status"] in EXECUTION_STATUSES, record["status"]
@@ -272,7 +278,9 @@ def execute_run(
     run_id = "/".join(executed.resolve().parts[-4:-1])
     try:
         with allocate(cfg["gpus"], owner=run_id) as gpu_ids:
-            return _execute_in_sandbox(backend, cfg, executed, record_path, log_path, gpu_ids)
+            return _execute_in_sandbox(
+                backend, cfg, submission, executed, record_path, log_path, gpu_ids
+            )
     except NoGpuError as exc:  # asked for GPUs this host cannot give: a status, at once
         write_text(log_path, f"[sabench] status=sandbox_error: {exc}\n")
         record = _record(
@@ -292,6 +300,7 @@ def execute_run(
 def _execute_in_sandbox(
     backend: Any,
     cfg: dict[str, Any],
+    submission: Path,
     executed: Path,
     record_path: Path,
     log_path: Path,
@@ -300,36 +309,50 @@ def _execute_in_sandbox(
     """The sandboxed run proper (GPUs, if any, already allocated) and its record."""
     site = Path(tempfile.mkdtemp(prefix="sabench-site-"))
     try:
-        return _run_traced(backend, cfg, executed, record_path, log_path, gpu_ids, site)
+        return _run_traced(backend, cfg, submission, executed, record_path, log_path, gpu_ids, site)
     finally:
         shutil.rmtree(site, ignore_errors=True)
 
 
-def arm_trace(backend_name: str, site: Path, workdir: Path) -> dict[str, str]:
-    """Install the trace site into ``site`` for a run in ``workdir``; return the environment that
-    arms it: the site folder first on PYTHONPATH (its host path for the local backend, which shows
-    no mounts). The submission's root is written into the site program, not the environment:
-    nothing a run (or a check) sees names a check, and nothing a run sets turns the trace off."""
+@contextlib.contextmanager
+def arm_trace(
+    backend_name: str, site: Path, workdir: Path, reseed: int = 0
+) -> Iterator[tuple[TraceChannel, dict[str, str], list[Mount]]]:
+    """Serve a trace channel and install the trace site into ``site`` for a run in ``workdir``;
+    yield the channel, the environment that arms the trace (the site folder first on PYTHONPATH)
+    and the read-only mounts that show the site and the channel's socket (none for the local
+    backend, which shows no mounts and gets host paths). The submission's root and the socket are
+    written into the site program, not the environment: nothing a run (or a check) sees names a
+    check, and nothing a run sets turns the trace off."""
     local = backend_name == "local"
-    install_site(site, root=str(Path(workdir).resolve()) if local else SUBMISSION_TARGET)
-    return {"PYTHONPATH": str(site) if local else SITE_TARGET}
+    root = str(Path(workdir).resolve()) if local else SUBMISSION_TARGET
+    with armed(site, root, local, reseed) as (channel, env):
+        mounts = [] if local else [Mount(site, SITE_TARGET), Mount(channel.folder, CHANNEL_TARGET)]
+        yield channel, env, mounts
 
 
-def _run_traced(
-    backend: Any,
-    cfg: dict[str, Any],
-    executed: Path,
-    record_path: Path,
-    log_path: Path,
-    gpu_ids: list[str],
-    site: Path,
-) -> dict[str, Any]:
-    env = arm_trace(backend.name, site, executed)
-    shutil.rmtree(executed / TRACE_DIR, ignore_errors=True)  # never a submission's own
-    spec = SandboxSpec(
+def _has_python(tree: Path) -> bool:
+    return any(p.suffix == ".py" for p in Path(tree).rglob("*") if p.is_file())
+
+
+def _untraced_why(trace: RunTrace, executed: Path) -> str:
+    """Why a completed run's record cannot be trusted ('' when it can): a process's record altered
+    or cut short, a Python it started that sent none, or no Python process at all beside Python
+    code (its reported results came from code the record never saw run)."""
+    if trace.problems:
+        return "; ".join(trace.problems[:3])
+    if trace.processes == 0 and _has_python(executed):
+        return "no Python process of the run sent a trace, yet the submission is Python code"
+    return ""
+
+
+def _spec(
+    cfg: dict[str, Any], workdir: Path, mounts: list[Mount], env: dict[str, str], gpu_ids: list[str]
+) -> SandboxSpec:
+    return SandboxSpec(
         command=["bash", REPRODUCE_SCRIPT],
-        workdir=executed,
-        ro_mounts=[Mount(site, SITE_TARGET)],
+        workdir=workdir,
+        ro_mounts=mounts,
         env=env,
         time_limit_s=float(cfg["time_limit_s"]),
         mem_mb=int(cfg["mem_mb"]),
@@ -347,27 +370,81 @@ def _run_traced(
             "apptainer_limits": cfg["apptainer"].get("limits"),
         },
     )
-    before = snapshot(executed)
-    started_at = _now()
-    sampler = GpuSampler(gpu_ids) if gpu_ids and nvidia_smi() else None
-    if sampler is not None:
-        sampler.start()
+
+
+def _reseeded(
+    backend: Any, cfg: dict[str, Any], submission: Path, gpu_ids: list[str]
+) -> dict[str, Any]:
+    """Execute ``submission`` once more on a fresh copy, every seed salted (sabench.reseed):
+    its status, the numbers it reported and the calls it recorded (the copy is not kept)."""
+    scratch = Path(tempfile.mkdtemp(prefix="sabench-reseed-"))
     try:
-        result = backend.run(spec, log_path)
+        work = scratch / "submission"
+        fresh_copy(submission, work)
+        with arm_trace(backend.name, scratch / "site", work, SALT) as (channel, env, mounts):
+            result = backend.run(_spec(cfg, work, mounts, env, gpu_ids), scratch / "reseed.log")
+            channel.close()
+            processes = channel.record()["processes"]
+        metrics, _ = read_metrics(work, cfg["metrics_files"])
+        calls = [c for p in processes for c in (p.get("calls") or []) if isinstance(c, dict)]
+        return {"status": result.status, "metrics": metrics, "calls": calls}
     finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_traced(
+    backend: Any,
+    cfg: dict[str, Any],
+    submission: Path,
+    executed: Path,
+    record_path: Path,
+    log_path: Path,
+    gpu_ids: list[str],
+    site: Path,
+) -> dict[str, Any]:
+    trace_path(executed).unlink(missing_ok=True)  # an earlier execution's
+    with arm_trace(backend.name, site, executed) as (channel, env, mounts):
+        spec = _spec(cfg, executed, mounts, env, gpu_ids)
+        before = snapshot(executed)
+        started_at = _now()
+        sampler = GpuSampler(gpu_ids) if gpu_ids and nvidia_smi() else None
         if sampler is not None:
-            sampler.stop()
+            sampler.start()
+        try:
+            result = backend.run(spec, log_path)
+        finally:
+            if sampler is not None:
+                sampler.stop()
+        channel.close()
+        channel.write(trace_path(executed))
     after = snapshot(executed)
     created, modified, deleted = diff_snapshots(before, after)
-    metrics_files = [f for f in cfg["metrics_files"] if not _is_trace(os.path.normpath(f))]
-    metrics, notes = read_metrics(executed, metrics_files)
+    metrics, notes = read_metrics(executed, cfg["metrics_files"])
     trace = read_trace(executed)
+    status = result.status
+    untraced = _untraced_why(trace, executed) if trace is not None and status == "ok" else ""
+    if untraced:
+        status = "untraced"
+        notes.insert(0, f"untraced: {untraced}")
+    reseed = None
+    if status == "ok" and cfg["reseed"]:
+        again = _reseeded(backend, cfg, submission, gpu_ids)
+        if again["status"] == "ok":
+            calls = trace.calls if trace is not None else ()
+            reseed = compare(metrics, again["metrics"], calls, again["calls"])
+            if reseed["verdict"] == FABRICATED:
+                notes.append(
+                    "fabricated: every reported number stayed the same when the run was re-seeded,"
+                    f" while its computation moved ({', '.join(reseed['computation_moved'][:3])})"
+                )
+        else:
+            reseed = {"verdict": INCONCLUSIVE, "status": again["status"]}
     if deleted:
         notes.append(f"{len(deleted)} file(s) deleted by the run")
     info = backend.describe(spec)
     enforced = "; ".join(f"{k}: {v}" for k, v in result.enforcement.items())
     record = _record(
-        status=result.status,
+        status=status,
         exit_code=result.exit_code,
         wall_s=result.wall_s,
         peak_mem_mb=result.peak_mem_mb,
@@ -385,6 +462,7 @@ def _run_traced(
         if sampler is not None
         else ({"ids": gpu_ids, "count": len(gpu_ids)} if gpu_ids else None),
         trace=trace.summary() if trace is not None else None,
+        reseed=reseed,
     )
     return _finish(record_path, record)
 

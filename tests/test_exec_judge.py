@@ -348,7 +348,8 @@ open("/tmp/scratch", "w").write("x")
 print("seen")
 """
     # the run's own environment (the trace site), exactly as the execution stage sets it
-    run_env = arm_trace("bwrap", executed.parent / "site", Path("/submission"))
+    with arm_trace("bwrap", executed.parent / "site", Path("/submission")) as (_, run_env, _):
+        pass
     text = text.replace("RUN_ENV", repr(run_env))
     before = snapshot(executed)
     out = check(text, executed, runtime)

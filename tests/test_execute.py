@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,12 +45,21 @@ def bwrap_ok() -> None:
         pytest.skip(f"bwrap unavailable: {why}")
 
 
-def make_run(tmp_path: Path, script: str | None, extra: dict[str, str] | None = None) -> dict:
-    """A submission (``script`` as reproduce.sh unless None) and output paths."""
+def make_run(
+    tmp_path: Path,
+    script: str | None,
+    extra: dict[str, str] | None = None,
+    *,
+    python: bool = True,
+) -> dict:
+    """A submission (``script`` as reproduce.sh unless None; with a train.py unless ``python`` is
+    False: a shell script that runs no Python beside Python code is ``untraced``) and output
+    paths."""
     sub = tmp_path / "submission"
     sub.mkdir()
     (sub / "data.txt").write_text("original\n")
-    (sub / "train.py").write_text("print('hi')\n")
+    if python:
+        (sub / "train.py").write_text("print('hi')\n")
     if script is not None:
         (sub / "reproduce.sh").write_text(script)
     for name, text in (extra or {}).items():
@@ -192,7 +202,9 @@ def test_hostile_metrics_link_is_not_read(
     sandbox_env: Path, bwrap_ok: None, tmp_path: Path
 ) -> None:
     """A results.json linked to a host file must not pull that file into the record."""
-    paths = make_run(tmp_path, "ln -s /etc/passwd results.json\necho '{bad' > eval.json\n")
+    paths = make_run(
+        tmp_path, "ln -s /etc/passwd results.json\necho '{bad' > eval.json\n", python=False
+    )
     record = execute_run(
         **paths, settings=settings(sandbox_env, metrics_files=["results.json", "eval.json"])
     )
@@ -200,6 +212,23 @@ def test_hostile_metrics_link_is_not_read(
     assert "removed 1 link(s) pointing outside" in record["message"]
     assert "no results.json" in record["message"] and "eval.json: malformed" in record["message"]
     assert not os.path.lexists(paths["executed"] / "results.json")
+
+
+@pytest.mark.bwrap
+def test_results_beside_python_that_never_ran_are_untraced(
+    sandbox_env: Path, bwrap_ok: None, tmp_path: Path
+) -> None:
+    """A reproduce.sh that writes its results with echo beside Python code it never runs: the
+    record saw no Python process, so nothing it reports was computed by the code judged."""
+    paths = make_run(tmp_path, "echo '{\"acc\": 1}' > results.json\n")
+    record = execute_run(**paths, settings=settings(sandbox_env))
+    assert record["status"] == "untraced" and record["exit_code"] == 0
+    assert record["message"].startswith("untraced: no Python process")
+    assert record["metrics"] == {"acc": 1} and record["trace"]["processes"] == 0
+    # the same script running its Python is traced
+    shutil.rmtree(tmp_path / "run")
+    (paths["submission"] / "reproduce.sh").write_text("python train.py\n" + "echo '{}' > r.json\n")
+    assert execute_run(**paths, settings=settings(sandbox_env))["status"] == "ok"
 
 
 @pytest.mark.bwrap
@@ -235,7 +264,7 @@ def test_config_errors_raise(tmp_path: Path) -> None:
 
 
 def test_local_backend_via_execute(sandbox_env: Path, tmp_path: Path) -> None:
-    paths = make_run(tmp_path, "echo '{\"acc\": 1}' > results.json\n")
+    paths = make_run(tmp_path, "echo '{\"acc\": 1}' > results.json\n", python=False)
     record = execute_run(**paths, settings=settings(sandbox_env, backend="local"))
     assert record["status"] == "ok" and record["metrics"] == {"acc": 1}
     assert record["isolation"].startswith("UNSANDBOXED")
@@ -243,7 +272,7 @@ def test_local_backend_via_execute(sandbox_env: Path, tmp_path: Path) -> None:
 
 @pytest.mark.bwrap
 def test_cli_prints_the_record(sandbox_env: Path, bwrap_ok: None, tmp_path: Path) -> None:
-    paths = make_run(tmp_path, "echo '{\"acc\": 0.5}' > results.json\n")
+    paths = make_run(tmp_path, "echo '{\"acc\": 0.5}' > results.json\n", python=False)
     out = tmp_path / "cli"
     done = subprocess.run(
         [sys.executable, "-m", "sabench.execute", str(paths["submission"]),

@@ -7,13 +7,21 @@ import base64
 import json
 import logging
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sabench.execute import RECORD_KEYS, execute_run
-from sabench.runtrace import TRACE_DIR, install_site, read_trace, with_lines
+from sabench.runtrace import (
+    RunTrace,
+    TraceChannel,
+    install_site,
+    read_trace,
+    trace_path,
+    with_lines,
+)
 from sabench.sandbox import get_backend
 
 METRICS = """import numpy as np
@@ -120,6 +128,18 @@ def _run(
     return record, run / "executed"
 
 
+def _recorder(env: Path) -> str:
+    """The recorder the trace uses in the sandbox env (a prefix): sys.monitoring from Python 3.12
+    on, coverage's tracer before."""
+    done = subprocess.run(
+        [str(env / "bin" / "python"), "-c", "import sys; print(sys.version_info >= (3, 12))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return "sys.monitoring" if done.stdout.strip() == "True" else "coverage "
+
+
 def _array(value: dict) -> np.ndarray:
     dtype, shape, data = value["__nd__"]
     return np.frombuffer(base64.b64decode(data), dtype=dtype).reshape(shape)
@@ -132,11 +152,12 @@ def test_bwrap_run_records_lines_and_calls(
     record, executed = _run(tmp_path, sandbox_env, "bwrap")
     assert tuple(sorted(record)) == tuple(sorted(RECORD_KEYS))
     trace = read_trace(executed)
-    assert trace is not None and trace.recorder.startswith("coverage ")
+    assert trace is not None and trace.recorder.startswith(_recorder(sandbox_env))
     # main.py, child.py, crash.py, and the chained -c process (it imports the image's site file)
-    assert trace.processes == 4
+    assert trace.processes == 4 and trace.problems == ()
     assert record["trace"] == trace.summary() and record["trace"]["processes"] == 4
-    # the trace is neither a file the run made nor a metric
+    # the trace is kept beside the executed copy: neither a file the run made nor a metric
+    assert not (executed / "trace.json").exists() and trace_path(executed).is_file()
     made = [f for f in record["files_created"] if "__pycache__" not in f]
     assert made == ["chained.txt", "results.json"]
     assert record["metrics"] == {"acc": 1}
@@ -159,6 +180,7 @@ def test_bwrap_run_records_lines_and_calls(
     by_name = {c["function"]: c for c in trace.calls}
     assert "scale" not in by_name  # an argument that is not data: nothing recorded
     assert "never_called" not in by_name
+    assert "numpy" in by_name["pick"].pop("rng")  # the global random states it began with
     assert by_name["pick"] == {
         "module": "main",
         "function": "pick",
@@ -181,8 +203,10 @@ def test_bwrap_run_records_lines_and_calls(
 def test_local_backend_traces_the_workdir(sandbox_env: Path, tmp_path: Path) -> None:
     record, executed = _run(tmp_path, sandbox_env, "local")
     trace = read_trace(executed)
-    # three: the script's /submission/imgsite is no path outside a sandbox, so no chained file
-    assert trace is not None and record["trace"]["processes"] == 3
+    # four: each process says hello, the -c one too, though /submission/imgsite is no path outside
+    # a sandbox, so it chains no site file
+    assert trace is not None and record["trace"]["processes"] == 4 and trace.problems == ()
+    assert not (executed / "chained.txt").exists()
     assert trace.lines["child.py"] == frozenset({1, 2, 5})
     assert all(not rel.startswith("/") for rel in trace.lines)
 
@@ -299,14 +323,21 @@ def test_wrapping_records_first_calls_and_leaves_the_rest(
     }.items():
         (sub / name).parent.mkdir(parents=True, exist_ok=True)
         (sub / name).write_text(text)
-    site = install_site(tmp_path / "site", root=str(sub))
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
-    done = subprocess.run(
-        [str(sandbox_env / "bin" / "python"), "main.py"], cwd=sub, env=env, capture_output=True
-    )
+    with TraceChannel() as channel:
+        # coverage's recorder, the one that wraps, whatever the sandbox's Python
+        site = install_site(
+            tmp_path / "site", root=str(sub), channel=str(channel.path), recorder="coverage"
+        )
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+        done = subprocess.run(
+            [str(sandbox_env / "bin" / "python"), "main.py"], cwd=sub, env=env, capture_output=True
+        )
+        channel.close()
+        channel.write(trace_path(sub))
     assert done.returncode == 0 and done.stderr.decode().strip() == "ok", done.stderr.decode()
     trace = read_trace(sub)
-    assert trace is not None and trace.processes == 1
+    assert trace is not None and trace.processes == 1 and trace.problems == ()
+    assert trace.recorder.startswith("coverage ")
     calls = [(c["module"], c["function"], c["args"], c["result"]) for c in trace.calls]
     assert [c for c in calls if c[1] == "twice"] == [
         ("pkg.lib", "twice", {"x": 0}, 0),
@@ -321,47 +352,153 @@ def test_wrapping_records_first_calls_and_leaves_the_rest(
 
 # --- the host side -------------------------------------------------------------------------------
 
-
-def _write(folder: Path, name: str, data: object) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    text = data if isinstance(data, str) else json.dumps(data)
-    (folder / name).write_text(text)
+CALL = {"module": "m", "function": "f", "args": {"x": 1}, "kwargs": {}, "result": 2}
 
 
-def test_read_trace_merges_and_skips_malformed(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    assert read_trace(tmp_path) is None
+def _hello(pid: int, ppid: int = 0, recorder: str = "sys.monitoring") -> dict:
+    return {"hello": {"pid": pid, "ppid": ppid, "argv": ["main.py"], "recorder": recorder}}
+
+
+def _bye(how: str = "exit", **record: object) -> dict:
+    return {"bye": {"how": how, "raised": [], "lines": {}, "calls": [], "spawned": [], **record}}
+
+
+def _line(message: object) -> bytes:
+    return (message if isinstance(message, bytes) else json.dumps(message).encode()) + b"\n"
+
+
+SPEAKER = """import base64, json, socket, sys, time
+path, connections = json.load(sys.stdin)
+socks = []
+for chunks in connections:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    socks.append(sock)
+    for chunk in chunks:
+        sock.sendall(base64.b64decode(chunk))
+        time.sleep(0.02)
+for sock in socks:
+    sock.close()
+"""
+
+
+def _channel_trace(tmp_path: Path, *speakers: list[list[object]]) -> RunTrace | None:
+    """Serve a real channel; each speaker is a process of its own (the kernel names it as the
+    peer), which opens its connections, sends each one's messages (bytes: sent as they are, in
+    pieces when a list) and closes them. The trace as kept."""
+    executed = tmp_path / "executed"
+    with TraceChannel() as channel:
+        for connections in speakers:
+            chunks = [
+                [
+                    base64.b64encode(c).decode()
+                    for m in messages
+                    for c in (m if isinstance(m, list) else [_line(m)])
+                ]
+                for messages in connections
+            ]
+            subprocess.run(
+                [sys.executable, "-c", SPEAKER],
+                input=json.dumps([str(channel.path), chunks]),
+                text=True,
+                check=True,
+            )
+        channel.close()
+        channel.write(trace_path(executed))
+    assert not channel.folder.exists()  # the socket's folder goes with the channel
+    return read_trace(executed)
+
+
+def test_the_channel_merges_what_each_process_sent(tmp_path: Path) -> None:
+    assert read_trace(tmp_path / "executed") is None  # no trace kept: a run from before
     assert with_lines(None, tmp_path) is None
     assert with_lines({"status": "ok"}, tmp_path) == {"status": "ok"}
-    folder = tmp_path / TRACE_DIR
-    call = {"module": "m", "function": "f", "args": {"x": 1}, "kwargs": {}, "result": 2}
-    one = {"version": 1, "recorder": "coverage 7.18.0", "lines": {"a.py": [3, 1]}, "calls": [call]}
-    two = {"version": 1, "recorder": "settrace", "lines": {"a.py": [2], "b/c.py": [5]}}
-    _write(folder, "10.json", one)
-    _write(folder, "11.json", two)
-    _write(folder, "12.json", "{not json")
-    _write(folder, "13.json", {"version": 2, "lines": {}})
-    _write(folder, "14.json", {"version": 1, "lines": ["a.py"]})
-    _write(folder, "15.json", {"version": 1, "lines": {"/etc/x.py": [1], "d.py": [0, True, 4]}})
-    _write(folder, ".16.json.tmp", "half")
-    with caplog.at_level(logging.WARNING, logger="sabench.runtrace"):
-        trace = read_trace(tmp_path)
-    assert trace is not None
+    spawn = ["spawn", "/env/bin/python", ["python", "b.py"]]
+    parent = [
+        _hello(10),
+        _bye(lines={"a.py": [3, 1]}, calls=[CALL, {"function": "g"}], spawned=[spawn]),
+    ]
+    lines = {"a.py": [2], "b/c.py": [5], "/etc/x.py": [1], "d.py": [0, True, 4]}
+    opened = ["config.yaml", "data/x.csv"]
+    child = [
+        _hello(11, ppid=10, recorder="settrace"),
+        _bye("os._exit", lines=lines, opened=opened),
+    ]
+    # a record sent in pieces arrives whole
+    split = _line(_hello(12, ppid=10)) + _line(_bye("SIGTERM", raised=[["a.py", 2]]))
+    pieces = [split[:7], split[7:40], split[40:]]
+    trace = _channel_trace(tmp_path, [parent], [child], [[pieces]])
+    assert trace is not None and trace.problems == ()
     assert trace.lines == {
         "a.py": frozenset({1, 2, 3}),
         "b/c.py": frozenset({5}),
-        "d.py": frozenset({4}),
+        "d.py": frozenset({4}),  # outside the root, 0 and True are no lines
     }
-    assert trace.calls == (call,)
-    assert trace.processes == 3
-    assert trace.recorder == "coverage 7.18.0, settrace, unknown"
-    assert sum("skipped" in r.getMessage() for r in caplog.records) == 3
+    assert trace.calls == (CALL,)  # a call without its result is none
+    assert trace.raised == {"a.py": frozenset({2})}
+    assert trace.processes == 3 and trace.recorder == "settrace, sys.monitoring"
     assert trace.summary() == {
-        "recorder": "coverage 7.18.0, settrace, unknown",
+        "recorder": "settrace, sys.monitoring",
         "processes": 3,
         "files": 3,
         "lines": 5,
+        "problems": [],
     }
-    seen = with_lines({"status": "ok"}, tmp_path)
-    assert seen == {"status": "ok", "lines_run": {"a.py": [1, 2, 3], "b/c.py": [5], "d.py": [4]}}
+    seen = with_lines({"status": "ok"}, tmp_path / "executed")
+    assert seen == {
+        "status": "ok",
+        "lines_run": {"a.py": [1, 2, 3], "b/c.py": [5], "d.py": [4]},
+        "files_read": ["config.yaml", "data/x.csv"],  # what its processes opened
+        "lines_raised": {"a.py": [2]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("connections", "problem"),
+    [
+        ([[b"{not json"]], "not the trace's"),
+        ([[_hello(1), b"junk", _bye()]], "not the trace's"),
+        ([[_hello(1), {"hello": {"pid": 1}}, _bye()]], "unknown message 'hello'"),
+        ([[_bye(lines={"a.py": [1]})]], "before saying hello"),
+        ([[_hello(1), _bye(), _bye()]], "after its end"),
+        ([[_hello(1), {"lines": {"a.py": [1]}}]], "unknown message 'lines'"),
+        ([[_hello(1)]], "ended without sending its record"),
+        ([[]], "ended without sending its record"),  # connected, said nothing
+        ([[_hello(1), [_line(_bye())[:-1]]]], "left a message unfinished"),
+        # a second connection while the process's own is open: a record it did not run
+        ([[_hello(1), _bye()], [_hello(2), _bye(lines={"a.py": [1]})]], "second connection"),
+        (
+            [[_hello(1), _bye(spawned=[["spawn", "python3", ["python3", "-I", "x.py"]]])]],
+            "started a Python that sent no trace: python3 -I x.py",
+        ),
+    ],
+)
+def test_a_record_not_whole_is_a_problem(
+    tmp_path: Path, connections: list[list[object]], problem: str
+) -> None:
+    trace = _channel_trace(tmp_path, connections)
+    assert trace is not None and len(trace.problems) == 1, trace
+    assert problem in trace.problems[0]
+
+
+def test_an_exec_speaks_again_on_a_new_connection(tmp_path: Path) -> None:
+    """exec replaces the program, not the process: its record ends ``exec`` and the new program
+    says hello from the same pid; no problem."""
+    spawn = ["exec", "/env/bin/python", ["python", "next.py"]]
+    first = [_hello(1), _bye("exec", lines={"a.py": [1]}, spawned=[spawn])]
+    second = [_hello(1), _bye(lines={"next.py": [1]})]
+    trace = _channel_trace(tmp_path, [first, second])
+    assert trace is not None and trace.problems == () and trace.processes == 2
+    assert set(trace.lines) == {"a.py", "next.py"}
+
+
+def test_a_trace_that_does_not_read_is_a_problem(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    executed = tmp_path / "executed"
+    for text in ("{not json", json.dumps({"version": 1, "processes": []})):
+        trace_path(executed).write_text(text)
+        with caplog.at_level(logging.WARNING, logger="sabench.runtrace"):
+            trace = read_trace(executed)
+        assert trace is not None and trace.processes == 0 and trace.lines == {}
+        assert len(trace.problems) == 1 and "does not read" in trace.problems[0]

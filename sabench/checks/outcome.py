@@ -8,7 +8,9 @@ from typing import Any
 #: ``unused``: a check that passed on functions nothing in the submission runs (the exec judge
 #: decides it after the run: never cached); ``unreached``: a pass on functions a run that did not
 #: complete never reached (likewise); ``crash``: the code under test ended or hung the check;
-#: ``inconsistent``: it returned under the check what it did not return in its own run
+#: ``inconsistent``: it returned under the check what it did not return in its own run;
+#: ``unconfirmed``: a pass, but a function the check uses answered its run's recorded inputs twice
+#: differently (random state restored), so replay could not confirm it is the code the run ran
 OUTCOMES = (
     "pass",
     "fail",
@@ -19,6 +21,7 @@ OUTCOMES = (
     "unreached",
     "crash",
     "inconsistent",
+    "unconfirmed",
 )
 
 

@@ -45,7 +45,11 @@ _WIRE = _program("sandbox_wire.py")
 
 # The child: the submission's own interpreter. It imports what the check asks for and serves the
 # check's calls; its results go back as data (or handles), its exceptions as descriptions.
-CHILD = _WIRE + _program("sandbox_child.py")
+# It starts as ``python -c`` in the submission's folder, which puts that folder ('') first on its
+# path: its own imports (the standard library's) come before the submission's folder goes on it,
+# or a submission's traceback.py would be the harness's traceback.
+CHILD = 'import sys\nsys.path[:1] = [] if sys.path[:1] == [""] else sys.path[:1]\n'
+CHILD += _WIRE + _program("sandbox_child.py")
 
 # The program that runs inside the sandbox: the check's interpreter. Standard library only;
 # everything it needs is imported before /submission goes on sys.path, and it never imports the
@@ -137,6 +141,15 @@ def replay_calls(executed: Path, check_text: str) -> list[dict[str, Any]]:
     return [c for c in trace.calls if c.get("module") in modules][:MAX_REPLAY_CALLS]
 
 
+def run_argv(executed: Path) -> list[str]:
+    """The command line the run's entry point saw (``sys.argv``), for the check's child to see
+    too: code that parses its arguments at a call answers as it did in its run."""
+    from sabench.runtrace import read_trace
+
+    trace = read_trace(executed)
+    return list(trace.entry_argv) if trace is not None else []
+
+
 def _sandbox_fault(exc: Exception, t0: float) -> Outcome:
     return Outcome(
         "error",
@@ -159,8 +172,7 @@ def run_check(
     the check does. ``runtime`` is resolved (:func:`sabench.sandbox.settings.resolve_runtime`).
     The sandbox is the real run's (same environment, no paper, no check on disk)."""
     from sabench.execute import arm_trace, fresh_copy
-    from sabench.runtrace import SITE_TARGET, TRACE_DIR
-    from sabench.sandbox import Mount, SandboxSpec, get_backend
+    from sabench.sandbox import SandboxSpec, get_backend
 
     lim = {**DEFAULT_LIMITS, **(limits or {})}
     syntax = check_syntax(check_text)
@@ -173,13 +185,13 @@ def run_check(
     try:
         work = scratch / "submission"
         fresh_copy(Path(executed), work)
-        shutil.rmtree(work / TRACE_DIR, ignore_errors=True)  # ours, not the submission's
         nonce = secrets.token_hex(8)
         params = {
             "nonce": nonce,
             "check": check_text,
             "time_limit_s": float(lim["time_limit_s"]),
             "replay": replay_calls(Path(executed), check_text),
+            "argv": run_argv(Path(executed)),
         }
         (work / PARAMS_FILE).write_text(json.dumps(params), encoding="utf-8")
         (work / RUNNER_FILE).write_text(RUNNER, encoding="utf-8")
@@ -187,29 +199,29 @@ def run_check(
             sandbox = backend or get_backend(runtime.get("backend", "auto"))
         except Exception as exc:  # a broken backend or env: the judgment is an error, not a crash
             return _sandbox_fault(exc, t0)
-        site = scratch / "site"
-        env = arm_trace(getattr(sandbox, "name", ""), site, work)
-        spec = SandboxSpec(
-            command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
-            workdir=work,
-            # the execution's own trace site and environment: the code under test sees its run's
-            ro_mounts=[Mount(site, SITE_TARGET)],
-            env=env,
-            time_limit_s=float(lim["time_limit_s"]),
-            mem_mb=int(lim["mem_mb"]),
-            pids=int(lim["pids"]),
-            output_limit_mb=int(lim["output_limit_mb"]),
-            log_limit_kb=int(lim["log_limit_kb"]),
-            network="none",
-            gpus=0,
-            image=runtime.get("image"),
-            python_env=runtime.get("python_env"),
-        )
         log_path = scratch / "check.log"
-        try:
-            result = sandbox.run(spec, log_path)
-        except Exception as exc:
-            return _sandbox_fault(exc, t0)
+        # the execution's own trace site, channel and environment: the code under test sees its
+        # run's (what the channel receives here is not kept)
+        with arm_trace(getattr(sandbox, "name", ""), scratch / "site", work) as (_, env, mounts):
+            spec = SandboxSpec(
+                command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
+                workdir=work,
+                ro_mounts=mounts,
+                env=env,
+                time_limit_s=float(lim["time_limit_s"]),
+                mem_mb=int(lim["mem_mb"]),
+                pids=int(lim["pids"]),
+                output_limit_mb=int(lim["output_limit_mb"]),
+                log_limit_kb=int(lim["log_limit_kb"]),
+                network="none",
+                gpus=0,
+                image=runtime.get("image"),
+                python_env=runtime.get("python_env"),
+            )
+            try:
+                result = sandbox.run(spec, log_path)
+            except Exception as exc:
+                return _sandbox_fault(exc, t0)
         text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

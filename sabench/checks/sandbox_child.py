@@ -2,6 +2,7 @@
 import builtins, importlib, traceback
 
 REQ, REP, SUBMISSION = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+sys.argv = json.loads(sys.argv[4]) or sys.argv  # the run's own command line, as its code saw it
 sys.path.insert(0, SUBMISSION)
 REFS = []
 RNGS = {}  # the check's numpy Generators, by slot: their states go back with the next reply
@@ -77,6 +78,17 @@ def describe(exc):
     return out
 
 
+def set_global_rngs(state):
+    if "numpy" in state:
+        import numpy as np
+        kind, key, pos, has_gauss, cached = state["numpy"]
+        np.random.set_state((kind, np.asarray(key, dtype=np.uint32), pos, has_gauss, cached))
+    if "random" in state:
+        import random
+        version, internal, gauss = state["random"]
+        random.setstate((version, tuple(internal), gauss))
+
+
 def signature(fn):
     import inspect
     return [[p.name, int(p.kind), p.default is not p.empty, None if p.default is p.empty
@@ -88,6 +100,8 @@ def handle(m):
         op = m["op"]
         if op == "import":
             value = importlib.import_module(m["name"])
+        elif op == "global_rng":  # replay: the global random states the recorded call began with
+            value = set_global_rngs(decode(m["state"], resolve))
         elif op == "lines":  # what ran here, by the trace the real run also had (if any)
             recorder = getattr(sys.modules.get("sitecustomize"), "_recorder", None)
             value = recorder.collect_lines() if recorder is not None else None

@@ -21,6 +21,7 @@ CHECK = "/sabench-check/check.py"  # the name the check's frames carry; no such 
 CHECK_TEXT = PARAMS.get("check")
 TIME_LIMIT = float(PARAMS.get("time_limit_s") or 0)
 REPLAY = PARAMS.get("replay") or []
+RUN_ARGV = [str(a) for a in PARAMS.get("argv") or []]
 try:
     ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
 except Exception:
@@ -31,7 +32,7 @@ PREFIX = b"[code under test] "
 NET_ERRNOS = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.ENETDOWN,
               errno.EADDRNOTAVAIL}
 STATE = {"proc": None, "gone": None, "relay": None, "callback_exc": None, "waiting": 0,
-         "phase": "check"}
+         "phase": "check", "unconfirmed": []}
 CALLBACKS = []
 RNGS = {}  # id -> (slot, a numpy Generator of the check), kept in step with the child's copy
 
@@ -99,7 +100,8 @@ def start_child():
     to_parent, from_child = os.pipe()
     log_r, log_w = os.pipe()
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD_SOURCE, str(to_child), str(from_child), SUBMISSION],
+        [sys.executable, "-c", CHILD_SOURCE, str(to_child), str(from_child), SUBMISSION,
+         json.dumps(RUN_ARGV)],
         stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, pass_fds=(to_child, from_child),
         cwd=SUBMISSION, env=dict(os.environ), close_fds=True)
     for fd in (to_child, from_child, log_w):
@@ -499,6 +501,14 @@ def same(a, b):
 
 
 def not_data(d):
+    """A recorded value: data, or a numpy Generator as the state it held when the run called
+    (built here in that state: it crosses to the child as the check's own Generators do)."""
+    if "__generator__" in d:
+        import numpy as np
+        state = decode(d["__generator__"], not_data)
+        rng = np.random.Generator(getattr(np.random, state["bit_generator"])())
+        rng.bit_generator.state = state
+        return rng
     raise TypeError("not data")
 
 
@@ -536,15 +546,23 @@ def replay(targets):
             STATE["phase"] = "import"  # a module that hangs as it imports: the check's import too
             fn = getattr(importlib.import_module(module), used[0])
             STATE["phase"] = "replay"
-            args, kwargs = bind(fn, call)
             recorded = decode(call["result"], not_data)
-            first = fn(*args, **kwargs)
-            second = fn(*args, **kwargs)
+            answers = []
+            for _ in range(2):  # each call from the recorded state: arguments, global generators
+                args, kwargs = bind(fn, call)
+                if isinstance(call.get("rng"), dict):  # {module: its encoded state}
+                    state = {"__dict__": [[k, v] for k, v in call["rng"].items()]}
+                    rpc({"op": "global_rng", "state": state}, "setting the random state")
+                answers.append(fn(*args, **kwargs))
+            first, second = answers
         except ChildGone:
             raise
-        except Exception:
+        except (Exception, SystemExit):  # an argument parser's exit, say: left to the check
             continue
-        if isinstance(first, Remote) or not same(first, second) or same(first, recorded):
+        if isinstance(first, Remote) or same(first, recorded):
+            continue
+        if not same(first, second):  # proves nothing either way: no credit from this check
+            STATE["unconfirmed"].append("%s.%s" % (module, used[0]))
             continue
         report("inconsistent", "%s.%s returns %s on the inputs of the submission's own run, where "
                "it returned %s: the code under the check is not the code the run ran" % (
@@ -607,6 +625,12 @@ def passed():
             crash(str(exc), full_stack(exc))
         except Exception:
             lines = None
+    if STATE["unconfirmed"]:
+        report("unconfirmed", "the check passed, but %s gave two different answers on the inputs "
+               "of the submission's own run (its random state restored): replay cannot confirm that "
+               "the code under the check is the code the run ran (at most partial)"
+               % ", ".join(STATE["unconfirmed"]), code=0,
+               lines=lines if isinstance(lines, dict) else None)
     report("pass", code=0, lines=lines if isinstance(lines, dict) else None)
 
 

@@ -84,6 +84,7 @@ VERDICT = {
     "error": "error",
     "unused": "missing",
     "unreached": "partial",
+    "unconfirmed": "partial",
 }
 #: Outcomes whose failure mode is their own, not their verdict's.
 OUTCOME_FAILURE_MODE = {"crash": CRASHED, "inconsistent": CHECK_DEPENDENT}
@@ -102,6 +103,7 @@ _PRECEDENCE = (
     "error",
     "unused",
     "unreached",
+    "unconfirmed",
     "pass",
 )
 
@@ -150,6 +152,20 @@ def _metrics_line(executed: Path | None, metric: str) -> Evidence | None:
             if needle in line:
                 return Evidence("results.json", i, i)
     return Evidence("results.json", 1, max(len(lines), 1))
+
+
+def _stayed(sau: Mapping[str, Any], execution: Mapping[str, Any] | None) -> list[str]:
+    """The SAU's expected metrics that stayed the same when the run was re-seeded while its
+    computation moved (sabench.reseed): numbers the run reported but did not compute. An honest
+    number can stay (a stratified split's majority-class accuracy): docs/checks.md says so."""
+    entry = (execution or {}).get("reseed") or {}
+    if not entry.get("computation_moved"):
+        return []
+    stayed = set(entry.get("stayed") or [])
+    try:
+        return [e.metric for e in parse_expected(sau["expected"]) if e.metric in stayed]
+    except ExpectedError:
+        return []
 
 
 def _expected_outcomes(
@@ -397,28 +413,37 @@ def judge_exec(
                     sandbox_faults.append(outcome.detail)
                 if outcome.kind != "pass" and status_note:
                     outcome.detail += status_note
-                if outcome.kind == "pass" and Path(submission).is_dir():
+                if outcome.kind in ("pass", "unconfirmed") and Path(submission).is_dir():
                     index = index or build_index(Path(submission))
                     outcome = _after_pass(outcome, check, index, execution)
             where = outcome.where
             ev = Evidence(where[0], where[1], where[1]) if where else None
             parts.append(("check", outcome, ev))
         fab = fabricated.get(str(sau["sau_id"]))
+        stayed = _stayed(sau, execution) if has_expected(sau) else []
         if has_expected(sau):
             for outcome, ev in _expected_outcomes(sau["expected"], execution, executed_path):
                 parts.append(("expected", outcome, ev))
             if fab:  # typed in, not computed: it scores 0 even where it matches the paper
                 site = Evidence(fab[0].file, fab[0].line, fab[0].line)
                 parts.insert(0, ("expected", Outcome("fail", fabricated_reasoning(fab)), site))
+            elif stayed:  # the same number whatever the run computed: not computed by it
+                why = (
+                    f"Fabricated result: {', '.join(stayed[:3])} stayed the same when the run was "
+                    "re-seeded, while the computation it reports moved (execution.json reseed)"
+                )
+                parts.insert(0, ("expected", Outcome("fail", why), None))
         kind, reasoning, evidence = _combine(parts)
         verdict = VERDICT[kind]
-        mode = FABRICATED if fab else OUTCOME_FAILURE_MODE.get(kind, FAILURE_MODE.get(verdict))
+        made_up = fab or stayed
+        mode = FABRICATED if made_up else OUTCOME_FAILURE_MODE.get(kind, FAILURE_MODE.get(verdict))
         judgments.append(
             Judgment(
                 sau_id=str(sau["sau_id"]),
                 dimension=str(sau["dimension"]),
                 verdict=verdict,
-                score=UNREACHED_CAP if kind == "unreached" else None,  # else the verdict's
+                # else the verdict's
+                score=UNREACHED_CAP if kind in ("unreached", "unconfirmed") else None,
                 failure_mode=mode,
                 evidence=evidence,
                 reasoning=reasoning,

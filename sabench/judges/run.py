@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from sabench.contracts import JUDGMENT_COLUMNS, Judgment, paper_folder
+from sabench.contracts import JUDGMENT_COLUMNS, UNREACHED_CAP, Judgment, paper_folder
 from sabench.faults import Fault, clear_fault, exit_for_fault
 from sabench.io import arrow_table, read_json, read_parquet_metadata, write_table
+from sabench.judges.fabrication import FABRICATED as FABRICATED_RESULT
+from sabench.reseed import FABRICATED
 from sabench.runtrace import with_lines
 
 
@@ -58,7 +61,47 @@ def run_judge(
         run_dir=run_dir,
         runtime=runtime,
     )
-    return dispatch(inputs)
+    return cap_untraced(dispatch(inputs), execution)
+
+
+def cap_untraced(judgments: list[Judgment], execution: dict[str, Any] | None) -> list[Judgment]:
+    """What the execution record says of every claim at once, whatever the judge read off the
+    code: an ``untraced`` run's record of what ran cannot be trusted (altered, cut short, or a
+    Python process that sent none), so no claim gets more than a run that did not complete gets
+    for code it never reached, ``UNREACHED_CAP``; a run whose reported numbers all stayed the same
+    when it was re-seeded while its computation moved (sabench.reseed) computed none of them, so
+    nothing it ran reaches its output: every claim ``drifted`` (``fabricated_result``)."""
+    execution = execution or {}
+    fabricated = (execution.get("reseed") or {}).get("verdict") == FABRICATED
+    if execution.get("status") != "untraced" and not fabricated:
+        return judgments
+    moved = ", ".join(((execution.get("reseed") or {}).get("computation_moved") or [])[:3])
+    out = []
+    for j in judgments:
+        if j.score is None or j.score <= (0.0 if fabricated else UNREACHED_CAP):
+            pass
+        elif fabricated:
+            why = (
+                "Fabricated results: re-seeded, the run's computation moved "
+                f"({moved}) while every number it reported stayed the same"
+            )
+            j = dataclasses.replace(
+                j,
+                verdict="drifted",
+                score=0.0,
+                failure_mode=FABRICATED_RESULT,
+                reasoning=f"{why} (the judge said: {j.reasoning})",
+            )
+        else:
+            why = "the run is untraced (its record of what ran is incomplete or altered)"
+            j = dataclasses.replace(
+                j,
+                verdict="partial",
+                score=UNREACHED_CAP,
+                reasoning=f"{j.reasoning} ({why}: at most partial)",
+            )
+        out.append(j)
+    return out
 
 
 def judge_run(

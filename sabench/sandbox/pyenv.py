@@ -2,12 +2,20 @@
 
 The sandbox never runs the host's pyenv shims or the bare system python3: it gets this pinned env,
 mounted read-only. A stamp file holds the requirements' hash, so a changed pin rebuilds it.
+
+The base is the newest CPython >= 3.12 the host has (:func:`sandbox_base_python`): there the
+execution trace uses ``sys.monitoring``, which disables each line's event after its first hit and
+costs about 1.0x where 3.11's tracing costs 5-6x on pure-Python loops (docs/architecture.md, "The
+execution trace"). Without one, the host's own interpreter, and the trace is slower.
 """
 
 from __future__ import annotations
 
 import fcntl
+import glob
 import hashlib
+import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -17,11 +25,57 @@ from pathlib import Path
 from sabench.steps import ArgumentParser, command
 
 STAMP = ".sabench-requirements.sha256"
+#: An interpreter to build the sandbox env from, instead of the one found (a path).
+PYTHON_VARIABLE = "SABENCH_SANDBOX_PYTHON"
+#: The oldest Python whose ``sys.monitoring`` the trace uses.
+FAST_TRACE_PYTHON = (3, 12)
+_PROBE = "import sys; print(sys.version_info[0], sys.version_info[1], sys.executable)"
+log = logging.getLogger("sabench.sandbox.pyenv")
 
 
-def _base_python() -> str:
+def _host_python() -> str:
     """The real interpreter behind this one (a venv's base, never a shim)."""
     return getattr(sys, "_base_executable", None) or sys.executable
+
+
+def _probe(candidate: str) -> tuple[tuple[int, int], str] | None:
+    """(version, real executable) of an interpreter, or None where it does not run (a pyenv shim
+    for a version not selected fails here)."""
+    try:
+        done = subprocess.run(
+            [candidate, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=20
+        )
+        major, minor, exe = done.stdout.split(maxsplit=2)
+        return (int(major), int(minor)), exe.strip()
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
+def sandbox_base_python() -> str:
+    """The interpreter the sandbox env is built from: ``$SABENCH_SANDBOX_PYTHON`` when set, else
+    the newest CPython >= 3.12 on PATH or under pyenv's root, else the host's own."""
+    chosen = os.environ.get(PYTHON_VARIABLE)
+    if chosen:
+        return chosen
+    pyenv_root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates = [
+        *filter(None, (shutil.which(f"python3.{m}") for m in range(20, 11, -1))),
+        *sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.*", "bin", "python3"))),
+    ]
+    found = []
+    for candidate in candidates:
+        probed = _probe(candidate)
+        if probed and probed[0] >= FAST_TRACE_PYTHON and "t" not in Path(probed[1]).name[7:]:
+            found.append(probed)
+    if found:
+        return max(found)[1]
+    log.warning(
+        "no Python >= 3.12 found (set %s): the sandbox env uses %s, and the execution trace "
+        "costs more on pure-Python loops",
+        PYTHON_VARIABLE,
+        _host_python(),
+    )
+    return _host_python()
 
 
 def ensure_sandbox_env(path: Path | str, requirements: Path | str, *, timeout_s: int = 900) -> Path:
@@ -38,10 +92,10 @@ def ensure_sandbox_env(path: Path | str, requirements: Path | str, *, timeout_s:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.is_file() and stamp.read_text().strip() == digest:
             return path
-        if path.exists() and not (path / "bin/python").exists():
+        if path.exists():  # stale pins: built afresh, on the interpreter found now
             shutil.rmtree(path)
-        if not path.exists():
-            subprocess.run([_base_python(), "-m", "venv", str(path)], check=True, timeout=120)
+        base = sandbox_base_python()
+        subprocess.run([base, "-m", "venv", str(path)], check=True, timeout=120)
         done = subprocess.run(
             [str(path / "bin/python"), "-m", "pip", "install", "-q", "-r", str(requirements)],
             capture_output=True,

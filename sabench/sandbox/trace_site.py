@@ -1,17 +1,22 @@
-# ruff: noqa: F821, B006, B905, SIM105, UP031  (a sandbox program: 3.8 syntax, after sandbox_wire.py)
+# ruff: noqa: F821, B006, SIM105, UP031  (a sandbox program: 3.8 syntax, after sandbox_wire.py)
 # sabench's execution trace (docs/architecture.md, "The execution trace"), installed as
 # sitecustomize.py after sabench/checks/sandbox_wire.py by sabench.runtrace.install_site: the lines
-# of the submission's files that ran and the first calls of their module-level functions, written
-# at exit to <root>/.sabench-trace/<pid>.json. Standard library, Python 3.8-3.13; its own failures
-# are swallowed: the program it rides in must run exactly as it would without it.
-
+# of the submission's files that ran and the first calls of their module-level functions, sent to
+# the trace channel (a unix socket that sabench holds outside the sandbox, sabench.runtrace): a
+# hello when the process starts, the record when it ends (exit, os._exit, SIGTERM, exec). Nothing
+# is written where the run can reach it. Before 3.12 its calls are recorded by trace_wrapping.py,
+# placed before it. Standard library, Python 3.8-3.14; its own failures are swallowed: the program
+# it rides in must run exactly as it would without it.
 import os as _os
 import sys as _sys
 
 _SETTINGS = globals().get("_TRACE_SETTINGS") or {}  # written by install_site, never the env
 _ROOT = _os.path.normpath(_SETTINGS.get("root") or "/submission").rstrip("/") or "/"
 _PREFIX = _ROOT + "/"
-_TRACE_DIR = ".sabench-trace"
+_CHANNEL = _SETTINGS.get("channel") or ""
+_RESEED = int(_SETTINGS.get("reseed") or 0)  # the re-seeded run's salt (0: the run itself)
+_MAX_SPAWNS = 256
+_MAX_OPENED = 4096
 _MAX_CALLS = 2
 _MAX_ELEMENTS = 100000
 _MAX_CALL_BYTES = 4 << 20
@@ -64,13 +69,39 @@ def _fits(x, depth=0):
     np = _sys.modules.get("numpy")
     if np is not None and isinstance(x, (np.ndarray, np.generic)):
         return x.dtype.kind in NUMERIC and x.size <= _MAX_ELEMENTS
-    return False
+    return np is not None and isinstance(x, np.random.Generator)
+
+
+def _generator(obj):
+    """A numpy Generator as the state it holds (replay builds one in that state)."""
+    np = _sys.modules.get("numpy")
+    if np is None or not isinstance(obj, np.random.Generator):
+        raise _Skip()
+    return {"__generator__": encode(obj.bit_generator.state, _reject)}
 
 
 def _data(x):
     if not _fits(x):
         raise _Skip()
-    return encode(x, _reject)  # sandbox_wire.py's, prepended to this program
+    return encode(x, _generator)  # sandbox_wire.py's, prepended to this program
+
+
+def _global_rngs():
+    """The process's global random states (numpy's legacy one, the random module's) where those
+    modules are loaded: replay sets them before calling, so a function that draws from them gives
+    its run's answer again."""
+    out = {}
+    try:
+        np = _sys.modules.get("numpy")
+        if np is not None:
+            out["numpy"] = _data(list(np.random.get_state(legacy=True)))
+        rnd = _sys.modules.get("random")
+        if rnd is not None:
+            version, internal, gauss = rnd.getstate()
+            out["random"] = _data([version, list(internal), gauss])
+    except BaseException:
+        pass
+    return out
 
 
 def _relpath(filename, cache={}):
@@ -86,6 +117,17 @@ def _relpath(filename, cache={}):
         rel = None
     cache[filename] = rel
     return rel
+
+
+def _opened_relpath(path):
+    """An opened path's place under the root, or None."""
+    try:
+        if isinstance(path, bytes):
+            path = path.decode("utf-8", "replace")
+        full = _os.path.abspath(path)
+        return full[len(_PREFIX) :] if full.startswith(_PREFIX) else None
+    except Exception:
+        return None
 
 
 def _module_name(globals_, rel):
@@ -118,6 +160,9 @@ class _Recorder:
         self.seen = {}  # code -> calls started so far (targets), or -1 (not a target)
         self.pending = {}  # frame -> the call record awaiting its result
         self.written = False
+        self.spawned = []  # Python interpreters this process started: [kind, executable, argv]
+        self.last_popen = None
+        self.opened = {}  # the submission's files this process opened, relative to the root
 
     # -- calls -------------------------------------------------------------------------------
     def target(self, code, frame):
@@ -150,12 +195,21 @@ class _Recorder:
                 for key, value in local[names[nargs]].items():
                     kwargs[key] = _data(value)
             rel = _relpath(code.co_filename)
+            # every other name the module binds the function to (``rmse = _rmse_v2``)
+            names = [
+                k
+                for k, v in list(frame.f_globals.items())
+                if getattr(v, "__code__", None) is code and k != code.co_name
+            ]
             self.pending[frame] = {
                 "module": _module_name(frame.f_globals, rel),
                 "function": code.co_name,
                 "args": args,
                 "kwargs": kwargs,
+                "rng": _global_rngs(),
             }
+            if names:
+                self.pending[frame]["aliases"] = names
         except BaseException:
             pass
 
@@ -335,9 +389,10 @@ class _Recorder:
 
     # -- output ------------------------------------------------------------------------------------
     def reset_in_child(self):
-        """After fork: the child writes its own file with what it runs itself."""
+        """After fork: the child sends its own record, on its own connection."""
         self.written = False
         self.calls, self.call_bytes = [], 0
+        self.spawned, self.opened = [], {}
         self.seen.clear()
         self.pending.clear()
         for hit in self.lines.values():
@@ -358,373 +413,62 @@ class _Recorder:
                     out[rel] = sorted(set(out.get(rel, ())) | set(found))
         return out
 
-    def write(self):
+    def write(self, how="exit"):
+        """Send the process's record and its end (``how``) on the channel, once."""
         if self.written or self.name is None:
             return
         self.written = True
-        import json
-
         lines, raised, tb = self.collect_lines(), [], getattr(_sys, "last_traceback", None)
         while tb is not None:  # the frames of an uncaught exception that ended the process
             rel = _relpath(tb.tb_frame.f_code.co_filename)
             raised += [[rel, tb.tb_lineno]] if rel else []
             tb = tb.tb_next
-        if not lines and not self.calls:
-            return
-        record = {
-            "version": 1,
-            "recorder": self.name,
-            "python": "%d.%d.%d" % _sys.version_info[:3],
-            "argv0": str(_sys.argv[0]) if getattr(_sys, "argv", None) else "",
-            "lines": lines,
-            "calls": self.calls,
-            "raised": raised,
-        }
-        folder = _os.path.join(_ROOT, _TRACE_DIR)
-        _os.makedirs(folder, exist_ok=True)
-        pid = _os.getpid()
-        name, n = "%d.json" % pid, 0
-        while _os.path.exists(_os.path.join(folder, name)):
-            n += 1
-            name = "%d-%d.json" % (pid, n)
-        tmp = _os.path.join(folder, ".%s.tmp" % name)
-        with open(tmp, "w") as fh:
-            json.dump(record, fh, separators=(",", ":"))
-        _os.replace(tmp, _os.path.join(folder, name))
+        record = {"how": how, "raised": raised, "lines": lines, "calls": self.calls}
+        record["opened"] = sorted(self.opened)
+        _channel.send({"bye": dict(record, spawned=self.spawned)})
 
 
-class _Wrapping:
-    """Records calls before 3.12 by wrapping functions, each module's once it has run; the
-    ``__main__`` script's by a profile function that watches it until past its last ``def``
-    (docs/architecture.md, "The execution trace")."""
+class _Channel:
+    """This process's connection to the trace channel: newline-delimited JSON, sent whole."""
 
-    def __init__(self, recorder):
-        self.rec = recorder
-        self.counter_of = {}  # id(original function) -> its wrapper's [calls so far]
-        self.handlers = {}  # id(original function) -> (wrapper, its handler, counter)
-        self.wrappers = set()  # their ids
-        self.wrapped = {}  # id(original function) -> (original, wrapper)
-        self.names_of = {}  # id(original function) -> the module's names for it
-        self.modules = []  # the globals of the submission modules seen, for the fix-up
-        self.busy = set()
+    def __init__(self):
+        self.sock = None
 
-    def install(self):
-        _sys.meta_path.insert(0, _Finder(self))
-        main = _sys.modules.get("__main__")
-        if main is not None:
-            _MainWatch(self, main.__dict__).start()
-
-        self.rec.after_fork = self.rearm
-
-    def wrap_module(self, namespace, only=None):
-        """Wrap the module-level functions defined in ``namespace`` (a module's globals)."""
-        name = namespace.get("__name__")
-        filename = namespace.get("__file__")
-        if name == "__main__":
-            filename = None
-        if namespace not in self.modules:
-            self.modules.append(namespace)
-        new = {}
-        aliases = {}  # every name the module binds a function to (``rmse = _rmse_v2``)
-        for key, fn in list(namespace.items()):
-            aliases.setdefault(id(fn), []).append(key)
-        for key, fn in list(namespace.items()):
-            if (
-                type(fn) is not _FunctionType
-                or id(fn) in self.wrappers
-                or (only is not None and fn.__code__ not in only)
-            ):
-                continue
-            code = fn.__code__
-            self.names_of[id(fn)] = aliases[id(fn)]
-            if (
-                fn.__module__ != name
-                or (filename is not None and code.co_filename != filename)
-                or code.co_flags & _GENERATOR_FLAGS
-                or not _at_module_scope(code, namespace)
-                or _relpath(code.co_filename) is None
-            ):
-                continue
-            pair = self.wrapped.get(id(fn))
-            if pair is None:
-                pair = (fn, self.wrapper(fn, _module_name(namespace, _relpath(code.co_filename))))
-                self.wrapped[id(fn)] = pair
-                new[id(fn)] = pair
-            namespace[key] = pair[1]
-        if new:  # a module that took a name from this one before it finished gets the wrapper
-            for other in self.modules:
-                if other is namespace:
-                    continue
-                for key, value in list(other.items()):
-                    pair = new.get(id(value))
-                    if pair is not None and pair[0] is value:
-                        other[key] = pair[1]
-        return new
-
-    def wrapper(self, fn, module):
-        """A function object that records calls of ``fn``, then becomes ``fn`` (same code,
-        globals and defaults: no extra call) once it has seen _MAX_CALLS of them."""
-        import functools
-
-        counter = self.counter_of[id(fn)] = [0]
-        wrapper = _FunctionType(_template.__code__, fn.__globals__, fn.__name__)
-        record = self.record
-
-        def handle(args, kwargs):
-            self.count(fn)
-            return record(fn, module, args, kwargs)
-
-        self.handlers[id(fn)] = (wrapper, handle, counter)
-        self.wrappers.add(id(wrapper))
-        wrapper.__kwdefaults__ = {"_call": handle}
-        return functools.update_wrapper(wrapper, fn)
-
-    def count(self, fn):
-        """Count a call of ``fn``; at the cap its wrapper turns into ``fn``."""
-        wrapper, _handle, counter = self.handlers[id(fn)]
-        counter[0] += 1
-        if counter[0] >= _MAX_CALLS and not fn.__code__.co_freevars:
-            wrapper.__code__ = fn.__code__
-            wrapper.__defaults__, wrapper.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
-
-    def rearm(self):
-        """In a forked child: every wrapper records the child's own first calls."""
-        for wrapper, handle, counter in self.handlers.values():
-            counter[0] = 0
-            wrapper.__code__ = _template.__code__
-            wrapper.__defaults__, wrapper.__kwdefaults__ = None, {"_call": handle}
-
-    def record(self, fn, module, args, kwargs):
-        entry = self.enter(fn, module, args, kwargs)
-        result = fn(*args, **kwargs)
-        if entry is not None:
-            self.rec.store(entry, result)
-        return result
-
-    def enter(self, fn, module, args, kwargs):
-        """The record of a call (its arguments as a frame would hold them), or None."""
-        if self.rec.call_bytes >= _MAX_CALL_BYTES:
-            return None
-        try:
-            code = fn.__code__
-            names = code.co_varnames
-            npos, nkw = code.co_argcount, code.co_kwonlyargcount
-            posonly = code.co_posonlyargcount
-            values = dict(zip(names[:npos], args))
-            extra = list(args[npos:])
-            if extra and not code.co_flags & 0x04:
-                return None  # the call fails: it raises in fn
-            rest = {}
-            for key, value in kwargs.items():
-                if key in names[posonly : npos + nkw] and key not in values:
-                    values[key] = value
-                else:
-                    rest[key] = value
-            if rest and not code.co_flags & 0x08:
-                return None
-            defaults = fn.__defaults__ or ()
-            for i, name in enumerate(names[npos - len(defaults) : npos]):
-                values.setdefault(name, defaults[i])
-            for name, value in (fn.__kwdefaults__ or {}).items():
-                values.setdefault(name, value)
-            out_args, out_kwargs = {}, {}
-            for i, name in enumerate(names[: npos + nkw]):
-                target = out_args if i < npos else out_kwargs
-                target[name] = _data(values[name])
-            n = npos + nkw
-            if code.co_flags & 0x04:  # *args
-                out_args[names[n]] = _data(extra)
-                n += 1
-            if code.co_flags & 0x08:  # **kwargs
-                for key, value in rest.items():
-                    out_kwargs[key] = _data(value)
-            names = [n for n in self.names_of.get(id(fn), ()) if n != code.co_name]
-            return {
-                "module": module,
-                "function": code.co_name,
-                "args": out_args,
-                "kwargs": out_kwargs,
-                **({"aliases": names} if names else {}),
-            }
-        except BaseException:
-            return None
-
-
-def _template(*args, _call=None, **kwargs):  # a wrapper's code until its cap
-    return _call(args, kwargs)
-
-
-class _Finder:
-    """First on sys.meta_path: asks the finders after it, and hooks the loader of a module whose
-    file is under the root (an ``exec_module`` on the loader object, so it stays what it was)."""
-
-    def __init__(self, wrapping):
-        self.wrapping = wrapping
-
-    def find_spec(self, name, path=None, target=None):
-        busy = self.wrapping.busy
-        if name in busy:
-            return None
-        busy.add(name)
-        try:
-            spec = None
-            after = False
-            for finder in list(_sys.meta_path):
-                if finder is self:
-                    after = True
-                    continue
-                if not after:
-                    continue
-                find = getattr(finder, "find_spec", None)
-                if find is None:
-                    return None  # a legacy finder: let the import system ask them all
-                spec = find(name, path, target)
-                if spec is not None:
-                    break
-        finally:
-            busy.discard(name)
-        if spec is not None:
+    def connect(self, recorder):
+        inherited, self.sock = self.sock, None  # after fork: the parent's connection stays its own
+        if inherited is not None:
             try:
-                self.hook(spec)
-            except Exception:
+                inherited.close()
+            except BaseException:
                 pass
-        return spec
-
-    def hook(self, spec):
-        loader = spec.loader
-        origin = spec.origin
-        if (
-            loader is None
-            or not isinstance(origin, str)
-            or not origin.endswith(".py")
-            or _relpath(origin) is None
-            or "exec_module" in getattr(loader, "__dict__", {"exec_module": 1})
-        ):
+        if not _CHANNEL:
             return
-        real = loader.exec_module
-        wrapping = self.wrapping
-
-        def exec_module(module):
-            real(module)
-            try:
-                wrapping.wrap_module(module.__dict__)
-            except Exception:
-                pass
-
-        loader.exec_module = exec_module
-
-
-class _MainWatch:
-    """Wraps the ``__main__`` script's functions as it defines them (see _Wrapping)."""
-
-    def __init__(self, wrapping, namespace):
-        self.wrapping = wrapping
-        self.ns = namespace
-        self.body = None
-        self.last_def = -1  # offset in the body of its last function definition
-        self.codes = None  # the body's module-level function code objects
-        self.size = -1
-        self.pending = None  # (frame, record, events at its start): a call under way
-        self.events = 0
-        self.returning = _return_opcodes()
-
-    def start(self):
-        _sys.setprofile(self.profile)
-
-    def stop(self):
-        _sys.setprofile(None)
-        self.pending = None
-        self.size = -1
-        self.scan()
-
-    def scan(self):
-        if self.codes is not None and len(self.ns) != self.size:
-            self.size = len(self.ns)
-            self.wrapping.wrap_module(self.ns, self.codes)
-
-    def begin(self, frame):
-        code = frame.f_code
-        if _relpath(code.co_filename) is None:
-            return self.stop()
-        import dis
-
-        codes = set()
-        for ins in dis.get_instructions(code):
-            const = ins.argval
-            if (
-                ins.opname == "LOAD_CONST"
-                and type(const) is type(code)
-                and const.co_flags & 0x02  # a function's (a class body's has no CO_NEWLOCALS)
-                and not const.co_name.startswith("<")
-            ):
-                codes.add(const)
-                self.last_def = ins.offset
-        self.body, self.codes = frame, codes
-        if not codes:
-            self.stop()
-
-    def profile(self, frame, event, arg):
         try:
-            body = self.body
-            if body is None:
-                if event == "call" and frame.f_globals is self.ns:
-                    self.begin(frame)
-                return
-            self.events += 1
-            pending = self.pending
-            if pending is not None:
-                if frame is pending[0] and event == "return":
-                    self.pending = None
-                    if _returned(frame, self.returning):
-                        self.wrapping.rec.store(pending[1], arg)
-                elif self.events - pending[2] > _PENDING_BUDGET:
-                    self.pending = None  # a long call: not recorded, and no longer watched
-                else:
-                    return
-            if frame is body:
-                if event == "return":
-                    return self.stop()
-            elif frame.f_back is not body:
-                if self.events > _PROFILE_BUDGET:
-                    self.stop()
-                return
-            self.scan()
-            if event == "call" and frame.f_code in self.codes and frame.f_globals is self.ns:
-                self.under_way(frame)
-            if self.pending is None and (
-                body.f_lasti > self.last_def or self.events > _PROFILE_BUDGET
-            ):
-                self.stop()
-        except BaseException:
-            _sys.setprofile(None)
+            import socket
 
-    def under_way(self, frame):
-        """A call of a script function that started before it was wrapped: recorded here."""
-        code = frame.f_code
-        for original, _wrapper in list(self.wrapping.wrapped.values()):
-            if original.__code__ is code:
-                break
-        else:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(_CHANNEL)
+            self.sock = sock
+            argv = [str(a) for a in getattr(_sys, "argv", [])[:64]]
+            hello = {"pid": _os.getpid(), "ppid": _os.getppid(), "argv": argv}
+            hello.update(recorder=recorder, python="%d.%d.%d" % _sys.version_info[:3])
+            self.send({"hello": hello})
+        except BaseException:
+            self.sock = None
+
+    def send(self, message):
+        if self.sock is None:
             return
-        counter = self.wrapping.counter_of.get(id(original))
-        if counter is None or counter[0] >= _MAX_CALLS:
-            return
-        self.wrapping.count(original)
-        local = frame.f_locals
-        names = code.co_varnames
-        npos, nkw = code.co_argcount, code.co_kwonlyargcount
-        args = [local[n] for n in names[:npos]]
-        kwargs = {n: local[n] for n in names[npos : npos + nkw]}
-        n = npos + nkw
-        if code.co_flags & 0x04:
-            args += list(local[names[n]])
-            n += 1
-        if code.co_flags & 0x08:
-            kwargs.update(local[names[n]])
-        entry = self.wrapping.enter(original, None, tuple(args), kwargs)
-        if entry is not None:
-            entry["module"] = _module_name(self.ns, _relpath(code.co_filename))
-            self.pending = (frame, entry, self.events)
+        try:
+            import json
+
+            data = json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
+            self.sock.sendall(data)
+        except BaseException:
+            self.sock = None
+
+
+_channel = _Channel()
 
 
 def _return_opcodes():
@@ -744,10 +488,63 @@ def _returned(frame, opcodes):
 _recorder = None
 
 
-def _flush():
+_sending = []  # non-empty while this process sends its record
+
+
+def _flush(how="exit"):
     try:
         if _recorder is not None:
-            _recorder.write()
+            _sending.append(how)
+            try:
+                _recorder.write(how)
+            finally:
+                _sending.clear()
+    except BaseException:
+        pass
+
+
+def _is_python(program):
+    name = _os.path.basename(str(program or ""))
+    return (name.startswith("python") and name[6:].replace(".", "").isdigit()) or name == "python"
+
+
+def _audit(event, args):
+    """Files of the submission this process opens (a setting is evidence only where the run read
+    its file), Python interpreters it starts (each must say hello on the channel: one started
+    with -I, -S or a cleared environment does not, and the run is untraced), and an exec that
+    replaces it (its record is sent first: the new program's atexit is not this one's)."""
+    try:
+        if event == "open":
+            path = args[0]
+            if isinstance(path, (str, bytes)) and _recorder is not None:
+                rel = _opened_relpath(path)
+                if rel and len(_recorder.opened) < _MAX_OPENED:
+                    _recorder.opened[rel] = None
+            return
+        if event == "subprocess.Popen":
+            program, argv = args[0], args[1]
+            if isinstance(argv, (str, bytes)):
+                return  # a shell command line: the shell is not traced
+            argv = list(argv)
+            program = program or (argv[0] if argv else "")
+        elif event in ("os.posix_spawn", "os.exec"):
+            program, argv = args[0], list(args[1])
+        elif event == "os.spawn":
+            program, argv = args[1], list(args[2])
+        else:
+            return
+        if isinstance(program, bytes):
+            program = program.decode("utf-8", "replace")
+        if _is_python(program) and _recorder is not None:
+            kind = "exec" if event == "os.exec" else "spawn"
+            entry = [kind, str(program), [str(a) for a in argv[:16]]]
+            # subprocess.Popen may start its child with os.posix_spawn: one child, two events
+            once = event != "os.posix_spawn" or _recorder.last_popen != entry
+            _recorder.last_popen = entry if event == "subprocess.Popen" else None
+            if once and len(_recorder.spawned) < _MAX_SPAWNS:
+                _recorder.spawned.append(entry)
+            if kind == "exec":
+                _flush("exec")
     except BaseException:
         pass
 
@@ -761,23 +558,126 @@ def _install():
     if recorder.name is None:
         return
     _recorder = recorder
+    import signal
+
+    # before the hello: a process that said hello always has the handler that sends its end
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+
+        def _terminated(signum, frame):  # Pool.terminate, a time limit's first signal
+            if _sending:  # already ending: its record goes out whole, then it exits
+                return
+            _flush("SIGTERM")
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _os.kill(_os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, _terminated)
+    _channel.connect(recorder.name)
     __import__("atexit").register(_flush)
     real_exit = _os._exit
 
     def _exit(status):  # multiprocessing's forked workers end with os._exit: write first
-        _flush()
+        _flush("os._exit")
         real_exit(status)
 
     _os._exit = _exit
+    _sys.addaudithook(_audit)
 
     def in_child():
         try:
             recorder.reset_in_child()
+            _channel.connect(recorder.name)
         except BaseException:
             pass
 
     if hasattr(_os, "register_at_fork"):
         _os.register_at_fork(after_in_child=in_child)
+
+
+def _salted(seed):
+    """The seed a re-seeded run uses instead of ``seed`` (None stays None: entropy either way)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        try:
+            return [int(v) for v in seed] + [_RESEED]
+        except Exception:
+            return (hash(repr(seed)) ^ _RESEED) & 0xFFFFFFFF
+    return (seed + _RESEED) & 0xFFFFFFFF
+
+
+def _reseed_module(name, module):
+    """Make the seeding entry points of ``random``, ``numpy.random`` and ``torch`` salt their
+    seeds: every seeded draw of the run differs from its first execution's."""
+    if name == "random":
+        real = module.Random.seed
+
+        def seed(self, a=None, version=2):
+            return real(self, _salted(a), version)
+
+        module.Random.seed = seed
+        module.seed = module._inst.seed
+        module._inst.seed(None)
+    elif name == "numpy.random":
+        real_rng, real_seed = module.default_rng, module.seed
+        module.default_rng = lambda seed=None: real_rng(_salted(seed))
+        module.seed = lambda seed=None: real_seed(_salted(seed))
+        for cls in ("RandomState", "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"):
+            base = getattr(module, cls, None)
+            if base is not None:
+                salted = type(cls, (base,), {"__init__": _salted_init(base)})
+                salted.__module__ = base.__module__
+                setattr(module, cls, salted)
+        real_seed(None)
+    elif name == "torch" and hasattr(module, "manual_seed"):
+        real_manual = module.manual_seed
+        module.manual_seed = lambda seed: real_manual(_salted(seed) or 0)
+
+
+def _salted_init(base):
+    def __init__(self, seed=None, *args, **kwargs):
+        base.__init__(self, _salted(seed), *args, **kwargs)
+
+    return __init__
+
+
+class _ReseedFinder:
+    """On sys.meta_path in a re-seeded run: patches each seeding module once it has loaded."""
+
+    names = ("random", "numpy.random", "torch")
+
+    def __init__(self):
+        self.busy = set()
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.names or name in self.busy:
+            return None
+        self.busy.add(name)
+        try:
+            import importlib.util
+
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.busy.discard(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        real = spec.loader.exec_module
+
+        def exec_module(module):
+            real(module)
+            try:
+                _reseed_module(name, module)
+            except Exception:
+                pass
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _arm_reseed():
+    for name in _ReseedFinder.names:
+        if name in _sys.modules:
+            _reseed_module(name, _sys.modules[name])
+    _sys.meta_path.insert(0, _ReseedFinder())
 
 
 def _disguise(code):  # and the code it defines: see _STD_FILE (docs/checks.md, threat model)
@@ -791,6 +691,8 @@ try:
             if type(_fn) is _FunctionType and _fn.__module__ == __name__:
                 _fn.__code__ = _disguise(_fn.__code__)
     _install()
+    if _RESEED:
+        _arm_reseed()
 except BaseException:
     pass
 _chain_sitecustomize()

@@ -236,15 +236,22 @@ def executed_index(
         }
         kept = _kept(trees, gone)
         if ran is not None:  # what ran, called only where its result reaches nothing
-            kept = _uncalled(trees, found, gone, kept)
+            kept = _uncalled(trees, found, gone, kept, _called_unseen(trees, ran))
         for path, ids in found.items():
             inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
             unread |= _tokens(trees[path], set())
         unread -= set(kept)
     reads = index.reads - unread
-    if not (not_run - index.unread) and not (inert - index.unread) and reads == index.reads:
+    unopened = _unopened_settings(index, execution) if ran is not None else set()
+    if (
+        not (not_run - index.unread)
+        and not (inert - index.unread)
+        and reads == index.reads
+        and not unopened - index.unread
+    ):
         return index
-    declared = {  # literal assignments whose names only code that reaches nothing reads ...
+    declared = unopened | {  # settings in files the run never opened; literal assignments
+        # whose names only code that reaches nothing reads ...
         (fid, ln)
         for fid, start, end, names in index.declarations
         if reads != index.reads and not any(n in reads for n in names)
@@ -267,6 +274,23 @@ def executed_index(
         dead=index.dead | not_run,
         inert=index.inert | inert,
     )
+
+
+def _unopened_settings(index: CodeIndex, execution: dict[str, Any] | None) -> set[tuple[int, int]]:
+    """The lines of settings in config files the run's processes never opened (the record's
+    ``files_read``): a value is evidence only where code that ran reads it. None without that
+    record (a run from before it)."""
+    read = (execution or {}).get("files_read")
+    if not isinstance(read, list):
+        return set()
+    opened = set(read)
+    out = set()
+    for fact in index.facts:
+        if fact.kind == "config" and fact.file not in opened:
+            fid = index.file_id(fact.file)
+            if fid is not None:
+                out.add((fid, fact.line))
+    return out
 
 
 def _module_data(body: list[ast.stmt]) -> Iterator[ast.Assign | ast.AnnAssign]:
@@ -298,16 +322,33 @@ def _kept(trees: dict[str, ast.Module], gone: dict[str, set[int]]) -> Counter[st
     return Counter(t for p, tree in trees.items() for t in _token_list(tree, gone[p]))
 
 
+def _called_unseen(trees: dict[str, ast.Module], ran: dict[str, set[int]]) -> set[str]:
+    """Module-level functions that ran although no code names them (an ``importlib`` or
+    ``getattr`` lookup by a string, a registry read from a config): their callers are unseen, so
+    where their results go cannot be told from the code, and they are not taken to reach nothing."""
+    named = _kept(trees, {p: set() for p in trees})
+    return {
+        st.name
+        for p, tree in trees.items()
+        for st in tree.body
+        if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not named[st.name]
+        and any(ln in ran.get(p, ()) for b in st.body for ln in range(b.lineno, b.end_lineno + 1))
+    }
+
+
 def _uncalled(
     trees: dict[str, ast.Module],
     found: dict[str, set[int]],
     gone: dict[str, set[int]],
     kept: Counter[str],
+    unseen: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> Counter[str]:
     """The module-level functions that only code reaching nothing calls, and the module's data
     (an assignment computing nothing: no call) that only such code reads, added to ``found``
     (their every statement: a function whose results reach nothing implements nothing, however
-    often it ran), to a fixpoint; what the code still reads."""
+    often it ran), to a fixpoint; what the code still reads. ``unseen``: functions that ran
+    with no caller in the code (:func:`_called_unseen`), left alone."""
     while True:
         dead = {
             p: [
@@ -317,6 +358,7 @@ def _uncalled(
                     isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef)
                     and not st.decorator_list
                     and st.name not in kept
+                    and st.name not in unseen
                 )
                 or (
                     isinstance(st, ast.Assign | ast.AnnAssign)
