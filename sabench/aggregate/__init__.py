@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -351,10 +352,12 @@ def aggregate(
     return {name: tables[name] for name in TABLES if name in tables}
 
 
-#: Left in the tables folder while the tables miss runs of the grid; an input of the aggregate
-#: rule while it exists (rules/aggregate.smk), so that the next run of the workflow rebuilds the
-#: tables and, to do so, redoes the runs that did not complete (Snakemake alone would not: the
-#: tables are there and newer than every input that is).
+#: Written in the tables folder, newer than the tables, while they miss runs of the grid; an
+#: input of the aggregate rule once it exists (rules/aggregate.smk), so that the next run of the
+#: workflow rebuilds the tables and, to do so, redoes the runs that did not complete (Snakemake
+#: alone would not: the tables are there and newer than every input that is). Once the tables
+#: are complete it stays, older than them: the aggregate's set of inputs, which Snakemake
+#: records, does not change again, and a second run with nothing changed does nothing.
 INCOMPLETE_MARKER = ".incomplete"
 
 
@@ -383,8 +386,11 @@ def write_tables(
             "complete (incomplete_runs.parquet); "
             "the next run of the workflow redoes them and rebuilds these tables.\n",
         )
-    else:
-        marker.unlink(missing_ok=True)
+    elif marker.is_file():
+        write_text(marker, "every run of the grid is in these tables\n")
+        written = [out / f"{name}.parquet" for name in TABLES] + [out / "summary.md"]
+        oldest = min(p.stat().st_mtime for p in written if p.is_file())
+        os.utime(marker, (oldest - 1, oldest - 1))
     return summary
 
 
@@ -414,6 +420,8 @@ def _cell(row: pd.Series) -> str:
     return f"{text} {stats.FEW_PAPERS_MARK}" if row["few_papers"] and text != "–" else text
 
 
+#: The heading of summary.md's section on the runs left out of the scores (only when there are).
+NOT_COMPLETE_HEADING = "### Not complete"
 #: How many incomplete runs summary.md lists one by one (all are in ``incomplete_runs``).
 MAX_LISTED = 20
 
@@ -426,7 +434,7 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
     absent = incomplete[incomplete["cause"].isin(NOT_REDONE_CAUSES)]
     n_absent = len(absent.drop_duplicates(["agent", "paper", "seed"]))
     lines = [
-        "### Not complete",
+        NOT_COMPLETE_HEADING,
         "",
         f"{plural(n_runs, 'run')} of the grid {noun(n_runs, 'has', 'have')} no current "
         f"judgments of at least one judge; {noun(n_runs, 'it is', 'they are')} left out of every "
