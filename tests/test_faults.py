@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -281,3 +282,73 @@ def test_a_provider_key_no_setting_names_stops_the_grid_before_any_job(tmp_path:
     ]
     assert not (tmp_path / "results" / "runs").exists(), "no job may have started"
     assert "Traceback" not in proc.stderr
+
+
+def _job_counts(proc: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    """How many jobs of each rule a snakemake run started (its 'rule <name>:' lines)."""
+    names = re.findall(r"^(?:local)?rule (\w+):$", proc.stdout + proc.stderr, re.M)
+    return {name: names.count(name) for name in names}
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_a_fault_after_a_completed_run_is_redone_by_the_same_command_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """A completed run whose agent is rerun (its settings changed) while the provider is down:
+    the fault leaves nothing of the old run behind it (its old execution and judgments would make
+    snakemake skip it), the tables count it as incomplete, and once the provider is back the
+    same command redoes that run's steps and no other run's; then nothing is left to do."""
+    env = {KEY_ENV: "sk-fault-test-0123456789", "SABENCH_LLM_CACHE": str(tmp_path / "cache")}
+    results = tmp_path / "results"
+    model_run = results / "runs" / "model" / PAPER / "0"
+    reference_run = results / "runs" / "reference" / PAPER / "0"
+    with ScriptedServer([_writes_and_submits]) as srv:
+        args = _grid(tmp_path, srv.url)
+        first = snakemake(*args, env=env)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        kept = {
+            p: p.stat().st_mtime_ns
+            for p in (
+                reference_run / "agent.json",
+                reference_run / "execution.json",
+                reference_run / "judge" / "static.parquet",
+            )
+        }
+
+        agents = json.loads((tmp_path / "agents.yaml").read_text())
+        agents["model"]["max_steps"] = 5  # a new setting reruns the agent
+        (tmp_path / "agents.yaml").write_text(json.dumps(agents))
+        srv.set_script([{"replies": [{"status": 503, "error": "down for maintenance"}]}])
+        down = snakemake(*args, env=env)
+        assert down.returncode != 0
+        assert "fault: reproduce: provider_error" in down.stderr
+        for stale in ("execution.json", "judgments.parquet", "judge/static.parquet"):
+            assert not (model_run / stale).exists(), f"{stale} of the replaced run survived"
+        incomplete = pd.read_parquet(results / "tables" / "incomplete_runs.parquet")
+        assert incomplete[["agent", "stage", "cause"]].values.tolist() == [
+            ["model", "reproduce", "provider_error"]
+        ]
+        scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+        assert set(scores["agent"]) == {"reference"}, "the old run must not be scored as current"
+        assert "see 'Not complete' in summary.md" in down.stderr
+
+        srv.set_script([_writes_and_submits])
+        up = snakemake(*args, env=env)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+    assert _job_counts(up) == {
+        "reproduce": 1,
+        "execute": 1,
+        "judge": 1,
+        "judgments": 1,
+        "aggregate": 1,
+        "report": 1,
+        "all": 1,
+    }
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept, "the reference run was redone"
+    assert json.loads((model_run / "agent.json").read_text())["config"]["max_steps"] == 5
+    assert pd.read_parquet(results / "tables" / "incomplete_runs.parquet").empty
+    again = snakemake("-n", *args, env=env)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, (
+        again.stdout[-3000:]
+    )
