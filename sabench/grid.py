@@ -673,12 +673,20 @@ def judge_slug(judge: str) -> str:
     return judge.replace(":", "-").replace("/", "_")
 
 
-def judge_fingerprint(judge: str, settings: dict[str, Any]) -> str:
-    """Changes exactly when the judge's code or its settings change, so only that judge reruns."""
+def judged_by(judge: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings a judge's verdicts depend on (its fingerprint's): of a judge that calls a
+    model, not those that only say how the calls are made (endpoint, concurrency, ...)."""
     kind = judge_kind(judge)
     if kind is not None and kind.model:
-        settings = {k: v for k, v in settings.items() if k not in LLM_OPERATIONAL_SETTINGS}
-    return fingerprint({"judge": judge, "code": source_hash(judge), "settings": settings})
+        return {k: v for k, v in settings.items() if k not in LLM_OPERATIONAL_SETTINGS}
+    return dict(settings)
+
+
+def judge_fingerprint(judge: str, settings: dict[str, Any]) -> str:
+    """Changes exactly when the judge's code or its settings change, so only that judge reruns."""
+    return fingerprint(
+        {"judge": judge, "code": source_hash(judge), "settings": judged_by(judge, settings)}
+    )
 
 
 def extraction_fingerprint(extraction: dict[str, Any], settings: dict[str, Any]) -> str:

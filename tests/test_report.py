@@ -463,3 +463,21 @@ def test_agent_descriptions_from_the_agents_file(rich: tuple[Path, Path], tmp_pa
     for page in (out / "index.html", out / "site" / "agents" / "A.html",
                  out / "site" / "runs" / "A" / "P1" / "0.html"):  # fmt: skip
         assert "The &lt;first&gt; agent." in page.read_text(encoding="utf-8"), page
+
+
+def test_a_score_over_mixed_judge_settings_is_flagged(full_tables: dict, tmp_path: Path) -> None:
+    """A score averaging papers judged under different settings (coverage.mixed_settings) is
+    marked in the pivot and named with its papers and settings, on the summary and on the
+    agent's page; the others are not."""
+    cov = full_tables["coverage"].copy()
+    text = "P1 with {window: 5}; P2 with the defaults"
+    cov.loc[(cov["agent"] == "A") & (cov["judge"] == "static"), "mixed_settings"] = text
+    out = tmp_path / "mixed"
+    page = summary({**full_tables, "coverage": cov}, out)
+    assert page.count("≠ Mixed judge settings") == 1
+    assert "<code>static</code> score of <b>A</b>" in page and text in page
+    assert '<span class="s">0.562 † ≠</span>' in page
+    agent_a = (out / "site" / "agents" / f"{slug('A')}.html").read_text(encoding="utf-8")
+    agent_b = (out / "site" / "agents" / f"{slug('B')}.html").read_text(encoding="utf-8")
+    assert text in agent_a and "Mixed judge settings" not in agent_b
+    assert "Mixed judge settings" not in summary(full_tables, tmp_path / "one")

@@ -36,6 +36,7 @@ from sabench.aggregate.read import (
     run_row,
     why_missing,
 )
+from sabench.aggregate.settings import ONE_SETTING, mixed_settings, mixed_settings_line
 from sabench.aggregate.stream import (
     CHUNK_ROWS,
     TREE_COLUMNS,
@@ -99,6 +100,7 @@ COVERAGE_COLUMNS = [
     "n_saus_judged",
     "n_saus_error",
     "n_runs_unscored",
+    "mixed_settings",
 ]
 #: One row per run of the configured grid that has no current judgments of a judge (``judge``
 #: null: of any judge): the stage that did not complete, why (a fault cause of sabench.faults,
@@ -138,11 +140,14 @@ def coverage(
     judges: Sequence[str] | None = None,
     incomplete: pd.DataFrame | None = None,
     scores: pd.DataFrame | None = None,
+    mixed: dict[tuple[str, str], str] | None = None,
 ) -> pd.DataFrame:
     """Per agent and judge: runs in the grid, runs with current judgments and those without (with
     their causes, ``cause=count``), runs whose execution did not end ``ok``, SAUs scored and SAUs
     with an ``error`` verdict (excluded from the scores, so reported here), and runs whose score
-    is withheld because more of their SAUs are in error than scored (``scores``: scores_by_run).
+    is withheld because more of their SAUs are in error than scored (``scores``: scores_by_run),
+    and the papers judged under each setting where there were several (``mixed``,
+    sabench.aggregate.settings; empty: one setting).
 
     ``counts``: SAUs judged and in error per (agent, judge) (``stream.judgment_counts``);
     ``seen_judges``: the judges of the judgments, in first-seen order."""
@@ -189,6 +194,7 @@ def coverage(
                     "n_saus_judged": int(got["n_saus_judged"]) if got is not None else 0,
                     "n_saus_error": int(got["n_saus_error"]) if got is not None else 0,
                     "n_runs_unscored": int(unscored.get((agent, judge), 0)),
+                    "mixed_settings": (mixed or {}).get((agent, judge), ONE_SETTING),
                 }
             )
     out = pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
@@ -327,6 +333,7 @@ def aggregate(
     runs_t = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
     incomplete_t = pd.DataFrame(incomplete, columns=INCOMPLETE_COLUMNS)
     counts = derived.pop("counts")
+    mixed = mixed_settings(derived.pop("settings"), results_root)
     tables = {
         "papers": pd.DataFrame(paper_rows, columns=PAPER_COLUMNS),
         "saus": saus_t,
@@ -340,6 +347,7 @@ def aggregate(
             judges,
             incomplete_t,
             derived["scores_by_run"],
+            mixed,
         ),
         "incomplete_runs": incomplete_t,
         "judge_directed_text": pd.DataFrame(directed, columns=DIRECTED_COLUMNS),
@@ -513,6 +521,9 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
                 + f" | {n_papers} | {done} | {judged} | {errors} |"
             )
         lines.append("")
+    mixed = mixed_settings_line(cov)
+    if mixed:
+        lines += [mixed, ""]
     lines += _incomplete_markdown(incomplete)
     lines.append(
         "Scores: SA-Bench's rule (mean claim score per dimension, overall = mean of dimensions; "

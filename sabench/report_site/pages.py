@@ -195,7 +195,7 @@ def agent_context(site: Site, agent: str) -> dict[str, Any]:
     return {
         "agent": agent,
         "description": site.descriptions.get(agent, ""),
-        "pivot": {**pivot, "rows": rows},
+        "pivot": {**pivot, "rows": rows, "mixed": [m for m in pivot["mixed"] if m[0] == agent]},
         "few_note": FEW_PAPERS_NOTE,
         "judges": site.judges,
         "runs": [_run_summary(site, r) for r in site.runs_of_agent[agent]],
