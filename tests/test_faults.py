@@ -29,6 +29,7 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 KEY_ENV = "SABENCH_FAULT_TEST_KEY"
 PAPER = "ridge-gd"
 MAIN_PY = "import json\njson.dump({'rmse': 1.0}, open('results.json', 'w'))\n"
+SUBMISSION = "resources/submissions/reference/{paper}"
 REPRODUCE = "#!/usr/bin/env bash\nset -euo pipefail\npython3 main.py\n"
 
 
@@ -352,3 +353,70 @@ def test_a_fault_after_a_completed_run_is_redone_by_the_same_command_and_nothing
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, (
         again.stdout[-3000:]
     )
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_a_failed_rejudgment_leaves_the_run_incomplete_until_the_same_command_redoes_it(
+    tmp_path: Path,
+) -> None:
+    """An LLM judge's setting changes while its provider is down: its job fails, and the tables
+    no longer count the run's old judgments of that judge as current (they did, 1/1 complete
+    with the old scores); the run is incomplete for that judge only. Provider back: the same
+    command re-judges with that judge alone."""
+    from test_llm_workflow import JUDGE, toy_judge
+
+    results = tmp_path / "results"
+    run = results / "runs" / "reference" / PAPER / "0"
+    papers = tmp_path / "papers"
+    shutil.copytree(REPO / "resources" / "papers" / PAPER, papers / PAPER)
+    (tmp_path / "agents.yaml").write_text(
+        json.dumps({"reference": {"kind": "replay", "path": str(REPO / SUBMISSION)}})
+    )
+    env = {KEY_ENV: "sk-fault-test-0123456789"}
+    with ScriptedServer([toy_judge]) as srv:
+        settings = {
+            "api_base": srv.url,
+            "api_key_env": KEY_ENV,
+            "cache_dir": str(tmp_path / "llm-cache"),
+            "max_retries": 0,
+            "timeout_s": 5,
+        }
+        config = {
+            "results": str(results),
+            "papers_dir": str(papers),
+            "agents_file": str(tmp_path / "agents.yaml"),
+            "judges": ["static", JUDGE],
+            "judge_settings": {JUDGE: settings},
+        }
+        config_file = tmp_path / "config.json"
+        config_file.write_text(json.dumps(config))
+        first = snakemake("--configfile", str(config_file), env=env)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        static_time = (run / "judge" / "static.parquet").stat().st_mtime_ns
+
+        config["judge_settings"][JUDGE]["temperature"] = 0.5  # what it judges by: a rejudgment
+        config_file.write_text(json.dumps(config))
+        srv.set_script([{"replies": [{"status": 503, "error": "down for maintenance"}]}])
+        down = snakemake("--configfile", str(config_file), env=env)
+        assert down.returncode != 0
+        assert not (run / "judgments.parquet").exists(), "the merge of the old judgments survived"
+        incomplete = pd.read_parquet(results / "tables" / "incomplete_runs.parquet")
+        assert incomplete[["agent", "judge", "cause"]].values.tolist() == [
+            ["reference", JUDGE, "provider_error"]
+        ]
+        scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+        assert set(scores["judge"]) == {"static"}, "old judgments counted as current"
+        cov = pd.read_parquet(results / "tables" / "coverage.parquet").set_index("judge")
+        assert cov.loc[JUDGE, "n_runs_complete"] == 0 and cov.loc["static", "n_runs_complete"] == 1
+        assert "Not complete" in (results / "tables" / "summary.md").read_text()
+
+        srv.set_script([toy_judge])
+        up = snakemake("--configfile", str(config_file), env=env)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+    counts = _job_counts(up)
+    assert counts.get("judge") == 1 and "reproduce" not in counts and "execute" not in counts
+    assert (run / "judge" / "static.parquet").stat().st_mtime_ns == static_time
+    assert pd.read_parquet(results / "tables" / "incomplete_runs.parquet").empty
+    judged = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+    assert set(judged["judge"]) == {"static", JUDGE}
