@@ -199,3 +199,39 @@ def test_a_judge_setting_on_the_command_line_is_the_config_files(tmp_path: Path)
         "unknown key; did you mean 'time_limit_s'?" in typo.stderr
     ), typo.stderr[-2000:]
     assert "Traceback" not in typo.stderr
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_a_one_paper_rejudge_under_other_settings_is_named_not_mixed_silently(
+    tmp_path: Path,
+) -> None:
+    """A grid judged with the exec judge's defaults, then one paper rejudged with
+    ``--config papers=ridge-gd 'judge_settings={exec: {time_limit_s: 30}}'``: the agent's exec
+    score now averages two settings, and summary.md says so in one line naming the papers and
+    the settings (only the provenance row's two fingerprints told it once)."""
+    agents = tmp_path / "agents.yaml"
+    agents.write_text(
+        "reference:\n  kind: replay\n  path: resources/submissions/reference/{paper}\n"
+    )
+    papers = tmp_path / "papers"
+    for paper in ("ridge-gd", "logreg-earlystop"):
+        shutil.copytree(REPO / "resources" / "papers" / paper, papers / paper)
+    base = [f"results={tmp_path / 'results'}", f"agents_file={agents}", f"papers_dir={papers}"]
+    base += ["judges=static,exec"]
+    whole = snakemake("--config", *base)
+    assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-3000:]
+    summary = tmp_path / "results" / "tables" / "summary.md"
+    assert "Mixed judge settings" not in summary.read_text()
+
+    one = snakemake(
+        "--config", *base, "papers=ridge-gd", "judge_settings={exec: {time_limit_s: 30}}"
+    )
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    lines = [ln for ln in summary.read_text().splitlines() if "Mixed judge settings" in ln]
+    assert len(lines) == 1, summary.read_text()
+    assert (
+        "`exec` of `reference` (logreg-earlystop with the defaults; ridge-gd with "
+        "{time_limit_s: 30})" in lines[0]
+    )
+    assert "static" not in lines[0]

@@ -61,8 +61,10 @@ def mixed_settings(used: pd.DataFrame, results_root: Path) -> dict[tuple[str, st
             continue
         parts = []
         by_print = group.groupby("judge_fingerprint", sort=False)
+        # the largest group first, then by its first paper: an order that reads the same
+        # whatever the fingerprints are
         for fingerprint, runs in sorted(
-            by_print, key=lambda item: (-item[1]["paper"].nunique(), str(item[0]))
+            by_print, key=lambda item: (-item[1]["paper"].nunique(), min(item[1]["paper"]))
         ):
             key = (str(judge), str(fingerprint))
             if key not in described:
