@@ -302,7 +302,7 @@ def tabulate_what_completed(settings: Any, workflow: Any) -> None:
     aggregate_job = planned.get("aggregate")
     if aggregate_job is None or workflow.dag.finished(aggregate_job):
         return
-    from sabench.aggregate import NOT_COMPLETE_HEADING, write_tables
+    from sabench.aggregate import write_tables
 
     results = Path(settings.results)
     try:
@@ -320,11 +320,17 @@ def tabulate_what_completed(settings: Any, workflow: Any) -> None:
     except Exception as exc:  # the failed jobs come first; say why the tables are not there
         print(f"sabench: could not tabulate the completed runs: {exc}", file=sys.stderr)
         return
+    print(failed_tables_line(results / "tables", summary) + "\n" + summary, file=sys.stderr)
+
+
+def failed_tables_line(tables: Path, summary: str) -> str:
+    """The line before summary.md when jobs failed: it points to summary.md's 'Not complete'
+    section only when there is one (every run may be complete, when what failed came after the
+    judgments: the report, drift injection)."""
+    from sabench.aggregate import NOT_COMPLETE_HEADING
+
     if NOT_COMPLETE_HEADING in summary:
         where = "the runs that completed (see 'Not complete' in summary.md)"
-    else:  # every run has its judgments: what failed came after them (the report, drift)
+    else:
         where = "every run of the grid; what failed is named above"
-    print(
-        f"sabench: jobs failed; the tables in {results / 'tables'} cover {where}:\n" + summary,
-        file=sys.stderr,
-    )
+    return f"sabench: jobs failed; the tables in {tables} cover {where}:"

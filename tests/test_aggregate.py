@@ -605,3 +605,33 @@ def test_a_score_over_papers_judged_under_two_settings_says_so(tmp_path: Path) -
 def test_a_score_under_one_setting_says_nothing(tables: dict) -> None:
     assert (tables["coverage"]["mixed_settings"] == "").all()
     assert "Mixed judge settings" not in agg.summary_markdown(tables)
+
+
+def test_the_line_after_failed_jobs_points_only_to_a_section_there_is(tmp_path: Path) -> None:
+    from sabench.lifecycle import failed_tables_line
+
+    root = build_tree(tmp_path / "r")
+    complete = agg.write_tables(root, GRID, list(PAPERS))
+    assert "Not complete" not in failed_tables_line(root / "tables", complete)
+    (root / "runs" / "B" / "P2" / "0" / "judgments.parquet").unlink()
+    partial = agg.write_tables(root, GRID, list(PAPERS))
+    assert "see 'Not complete' in summary.md" in failed_tables_line(root / "tables", partial)
+    assert agg.NOT_COMPLETE_HEADING in partial
+
+
+def test_the_marker_stays_older_than_complete_tables(tmp_path: Path) -> None:
+    """Once the tables are complete again the .incomplete marker stays, older than them: the
+    aggregate rule's inputs (which Snakemake records) do not change, and nothing reruns."""
+    root = build_tree(tmp_path / "r")
+    marker = root / "tables" / agg.INCOMPLETE_MARKER
+    judgments = root / "runs" / "B" / "P2" / "0" / "judgments.parquet"
+    saved = judgments.read_bytes()
+    judgments.unlink()
+    agg.write_tables(root, GRID, list(PAPERS))
+    summary = root / "tables" / "summary.md"
+    assert marker.stat().st_mtime >= summary.stat().st_mtime  # newer: the next run redoes
+    judgments.write_bytes(saved)
+    agg.write_tables(root, GRID, list(PAPERS))
+    tables = [root / "tables" / f"{name}.parquet" for name in agg.TABLES] + [summary]
+    assert marker.is_file()
+    assert marker.stat().st_mtime < min(p.stat().st_mtime for p in tables)
