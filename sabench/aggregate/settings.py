@@ -77,16 +77,29 @@ def mixed_settings(used: pd.DataFrame, results_root: Path) -> dict[tuple[str, st
     return out
 
 
+def by_split(mixed: dict[tuple[str, str], str]) -> list[tuple[str, str, list[str]]]:
+    """(judge, papers and settings, agents) of :func:`mixed_settings`, the agents that share one
+    split of the papers together: a one-paper rejudge splits every agent's papers alike."""
+    agents: dict[tuple[str, str], list[str]] = {}
+    for (agent, judge), text in sorted(mixed.items()):
+        agents.setdefault((judge, text), []).append(agent)
+    return [(judge, text, names) for (judge, text), names in sorted(agents.items())]
+
+
 def mixed_settings_line(coverage: pd.DataFrame) -> str | None:
     """summary.md's one line on scores that combine judge settings, or None when none does."""
     if coverage.empty or "mixed_settings" not in coverage:
         return None
-    mixed = coverage[coverage["mixed_settings"].fillna(ONE_SETTING) != ONE_SETTING]
-    if mixed.empty:
+    mixed = {
+        (str(row.agent), str(row.judge)): str(row.mixed_settings)
+        for row in coverage.itertuples(index=False)
+        if row.mixed_settings
+    }
+    if not mixed:
         return None
     items = [
-        f"`{row.judge}` of `{row.agent}` ({row.mixed_settings})"
-        for row in mixed.itertuples(index=False)
+        f"`{judge}` of {', '.join(f'`{a}`' for a in agents)} ({text})"
+        for judge, text, agents in by_split(mixed)
     ]
     return (
         "**Mixed judge settings**: these scores average papers judged under different settings, "

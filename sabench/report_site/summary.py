@@ -11,6 +11,7 @@ import pandas as pd
 
 from sabench import __version__
 from sabench.aggregate import COVERAGE_COLUMNS, INCOMPLETE_COLUMNS
+from sabench.aggregate.settings import by_split
 from sabench.drift import DRIFT_SUMMARY_COLUMNS, drift_summary
 from sabench.judges.stability import STABILITY_COLUMNS
 from sabench.report_site.formatting import as_text, mean, num, records, score_color
@@ -64,7 +65,7 @@ def score_pivot(site: Site) -> dict[str, Any]:
                 "cells": [cells.get((agent, j, d)) for j in judges for d in dims],
             }
         )
-    listed = [(a, j, text) for (a, j), text in sorted(mixed.items())]
+    listed = [(agents, judge, text) for judge, text, agents in by_split(mixed)]
     return {
         "dims": dims,
         "judges": judges,
