@@ -16,10 +16,19 @@ class UserError(Exception):
     The message is one line: ``<file>: <field>: <what is wrong>``.
     """
 
-    def __init__(self, path: str | Path | None, field: str | None, message: str) -> None:
+    def __init__(
+        self,
+        path: str | Path | None,
+        field: str | None,
+        message: str,
+        *,
+        where: Sequence[str | int] = (),
+    ) -> None:
         self.path = str(path) if path is not None else None
         self.field = field
         self.message = message
+        #: the field as keys and indexes into the file's data, for finding its line
+        self.where = tuple(where)
         parts = [p for p in (self.path, field, message) if p]
         super().__init__(": ".join(parts))
 

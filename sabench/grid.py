@@ -10,6 +10,7 @@ import fnmatch
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Sequence
 from copy import deepcopy
 from dataclasses import dataclass, field
 from functools import cache
@@ -124,7 +125,68 @@ def validate(data: Any, schema_name: str | dict[str, Any], path: str | Path | No
                 err.context,
                 key=lambda e: (-len(e.absolute_path), e.validator in ("type", "enum")),
             )
-        raise UserError(path, _field(err), err.message)
+        unknown = unknown_key(err)
+        if unknown:
+            field_name, message, key = unknown
+            raise UserError(path, field_name, message, where=[*err.absolute_path, key])
+        raise UserError(path, _field(err), err.message, where=list(err.absolute_path))
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` did you mean 'x'?`` for the known word closest to a misspelled one, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_key(error: Any) -> tuple[str, str, str] | None:
+    """(field, message, key) of a key that a schema's object does not allow, with the key it most
+    likely misspells (``judge_settings.exec.time_limt_s: unknown key; did you mean
+    'time_limit_s'?``); None for other errors."""
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict):
+        return None
+    known = list(error.schema.get("properties", {}))
+    patterns = list(error.schema.get("patternProperties", {}))
+    extra = [
+        str(k)
+        for k in error.instance
+        if k not in known and not any(re.search(pat, str(k)) for pat in patterns)
+    ]
+    if not extra:
+        return None
+    path = _field(error)
+    field_name = extra[0] if path == "(top level)" else f"{path}.{extra[0]}"
+    hint = did_you_mean(extra[0], known)
+    if not hint:
+        hint = f" (known: {', '.join(known)})" if known else " (it takes none)"
+        if patterns:
+            hint = hint[:-1] + ", or a name matching " + ", ".join(patterns) + ")"
+    return field_name, f"unknown key{hint}", extra[0]
+
+
+def yaml_line(text: str, where: Sequence[str | int]) -> int | None:
+    """The line (1-based) of the YAML ``text`` where the keys and indexes ``where`` lead: the
+    line of the last key found (its mapping's, when a key is absent)."""
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for part in where:
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if k.value == str(part)), None)
+            if found is None:
+                break
+            line, node = found[0].start_mark.line + 1, found[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
 
 
 @cache
@@ -294,20 +356,40 @@ def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
                 f"{name}.kind",
                 f"kind {agent['kind']!r} is not available in this version "
                 f"(available: {', '.join(IMPLEMENTED_AGENT_KINDS)})",
+                where=(name, "kind"),
             )
         if agent["kind"] == "command" and not agent.get("command"):
-            raise UserError(path, f"{name}.command", "a command agent needs its command line")
+            raise UserError(
+                path,
+                f"{name}.command",
+                "a command agent needs its command line",
+                where=(name, "command"),
+            )
         if agent["kind"] in ("basic", "pipeline") and not agent.get("model"):
-            raise UserError(path, f"{name}.model", f"a {agent['kind']} agent needs a model")
+            raise UserError(
+                path, f"{name}.model", f"a {agent['kind']} agent needs a model", where=(name,)
+            )
         if agent.get("mounts") and agent["kind"] != "command":
-            raise UserError(path, f"{name}.mounts", "only a command agent takes mounts")
+            raise UserError(
+                path, f"{name}.mounts", "only a command agent takes mounts", where=(name, "mounts")
+            )
         if agent["kind"] != "replay":
             continue
         if "archive" in agent and "path" in agent:
-            raise UserError(path, f"{name}.archive", "give either path or archive, not both")
+            raise UserError(
+                path,
+                f"{name}.archive",
+                "give either path or archive, not both",
+                where=(name, "archive"),
+            )
         if "{paper}" not in replay_template(agent):
-            field_name = f"{name}.archive" if "archive" in agent else f"{name}.path"
-            raise UserError(path, field_name, "a replay agent needs a path template with {paper}")
+            key = "archive" if "archive" in agent else "path"
+            raise UserError(
+                path,
+                f"{name}.{key}",
+                "a replay agent needs a path template with {paper}",
+                where=(name, key),
+            )
 
 
 def check_mount_sources(agents: dict[str, dict[str, Any]], path: str | Path, repo: Path) -> None:
@@ -328,8 +410,14 @@ def load_agents(path: Path) -> dict[str, dict[str, Any]]:
     data = _load_yaml(path, "agents file")
     if isinstance(data, dict) and None in data:
         raise UserError(path, "null", 'an agent named null must be quoted: "null":')
-    validate(data, "agents.schema.yaml", path)
-    check_agents(data, path)
+    try:
+        validate(data, "agents.schema.yaml", path)
+        check_agents(data, path)
+    except UserError as exc:
+        line = yaml_line(path.read_text(encoding="utf-8"), exc.where) if exc.where else None
+        if line is None:
+            raise
+        raise UserError(path, f"line {line}: {exc.field}", exc.message) from None
     return data
 
 
@@ -604,12 +692,20 @@ def judge_slug(judge: str) -> str:
     return judge.replace(":", "-").replace("/", "_")
 
 
-def judge_fingerprint(judge: str, settings: dict[str, Any]) -> str:
-    """Changes exactly when the judge's code or its settings change, so only that judge reruns."""
+def judged_by(judge: str, settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings a judge's verdicts depend on (its fingerprint's): of a judge that calls a
+    model, not those that only say how the calls are made (endpoint, concurrency, ...)."""
     kind = judge_kind(judge)
     if kind is not None and kind.model:
-        settings = {k: v for k, v in settings.items() if k not in LLM_OPERATIONAL_SETTINGS}
-    return fingerprint({"judge": judge, "code": source_hash(judge), "settings": settings})
+        return {k: v for k, v in settings.items() if k not in LLM_OPERATIONAL_SETTINGS}
+    return dict(settings)
+
+
+def judge_fingerprint(judge: str, settings: dict[str, Any]) -> str:
+    """Changes exactly when the judge's code or its settings change, so only that judge reruns."""
+    return fingerprint(
+        {"judge": judge, "code": source_hash(judge), "settings": judged_by(judge, settings)}
+    )
 
 
 def extraction_fingerprint(extraction: dict[str, Any], settings: dict[str, Any]) -> str:

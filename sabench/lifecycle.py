@@ -170,14 +170,64 @@ def runtime_change_line(changes: Sequence[RuntimeChange], shown: int = 4) -> str
 
 
 def on_end(settings: Any, workflow: Any, *, ok: bool) -> None:
-    """After the last job: tabulate what completed when jobs failed, release what on_start took."""
+    """After the last job: when jobs failed, remove what waited on them and tabulate what
+    completed; release what on_start took."""
     from sabench.locks import release_results
 
     try:
         if not ok:
+            removed = remove_stale_outputs(workflow)
+            if removed:
+                print(
+                    f"sabench: removed {plural(len(removed), 'output')} of steps that were to be "
+                    "redone after a step that did not complete; the same command redoes them",
+                    file=sys.stderr,
+                )
             tabulate_what_completed(settings, workflow)
     finally:
         release_results()  # last: the results folder's lock (sabench.locks; also at exit)
+
+
+#: Rules whose outputs a failed run keeps: the tables and the report are rewritten from what
+#: completed (tabulate_what_completed), and their ``.incomplete`` marker reruns them.
+TABULATED_RULES = ("aggregate", "report", "all")
+
+
+def stale_outputs(workflow: Any) -> list[Path]:
+    """The outputs of jobs this run was to redo after a job that did not finish (failed, or never
+    started because one failed): they derive from what that job was to replace, so they are
+    stale. Snakemake removes a failed job's own outputs but not these, and the next run would
+    trust them: a step whose output is there is never redone for a missing input upstream (a
+    fault in ``reproduce`` left the old ``execution.json`` and ``judgments.parquet``, and the
+    same command redid nothing). Decided on Snakemake's own DAG: the jobs it planned and did
+    not finish."""
+    dag = workflow.dag
+    unfinished = set(dag.needrun_jobs())
+    stale: list[Path] = []
+    for job in unfinished:
+        if job.rule.name in TABULATED_RULES:
+            continue
+        if any(dep in unfinished for dep in dag.dependencies[job]):
+            stale += [Path(str(f)) for f in job.output]
+    return sorted(set(stale))
+
+
+def remove_stale_outputs(workflow: Any) -> list[Path]:
+    """Remove :func:`stale_outputs` that exist; return them. So the files say what the run
+    is: a step that did not complete leaves nothing after it, the tables count the run as
+    incomplete, and the next run of the same command redoes exactly the steps it lacks."""
+    import shutil
+
+    removed = []
+    for path in stale_outputs(workflow):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists() or path.is_symlink():
+            path.unlink(missing_ok=True)
+        else:
+            continue
+        removed.append(path)
+    return removed
 
 
 def _key(
@@ -271,8 +321,17 @@ def tabulate_what_completed(settings: Any, workflow: Any) -> None:
     except Exception as exc:  # the failed jobs come first; say why the tables are not there
         print(f"sabench: could not tabulate the completed runs: {exc}", file=sys.stderr)
         return
-    print(
-        f"sabench: jobs failed; the tables in {results / 'tables'} cover the runs that completed "
-        "(see 'Not complete' in summary.md):\n" + summary,
-        file=sys.stderr,
-    )
+    print(failed_tables_line(results / "tables", summary) + "\n" + summary, file=sys.stderr)
+
+
+def failed_tables_line(tables: Path, summary: str) -> str:
+    """The line before summary.md when jobs failed: it points to summary.md's 'Not complete'
+    section only when there is one (every run may be complete, when what failed came after the
+    judgments: the report, drift injection)."""
+    from sabench.aggregate import NOT_COMPLETE_HEADING
+
+    if NOT_COMPLETE_HEADING in summary:
+        where = "the runs that completed (see 'Not complete' in summary.md)"
+    else:
+        where = "every run of the grid; what failed is named above"
+    return f"sabench: jobs failed; the tables in {tables} cover {where}:"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sabench import SCHEMA_VERSION
 from sabench import aggregate as agg
 from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
 from sabench.io import read_parquet_metadata, write_json, write_parquet
@@ -203,7 +204,7 @@ def test_writes_every_table_with_its_columns(tables: dict, tmp_path: Path) -> No
         path = out / f"{name}.parquet"
         on_disk = pd.read_parquet(path)
         assert list(on_disk.columns[: len(columns)]) == columns, name
-        assert read_parquet_metadata(path)["schema_version"] == "2"
+        assert read_parquet_metadata(path)["schema_version"] == SCHEMA_VERSION
         assert len(on_disk) == len(tables[name])
     assert not list(out.glob(".*tmp*"))
     assert list(tables["scores_by_agent"].columns) == [
@@ -572,3 +573,65 @@ def test_a_missing_source_is_coverage_not_a_zero(tmp_path: Path) -> None:
     zero = agg.aggregate(root, GRID, list(PAPERS), root / "tables")
     assert zero["incomplete_runs"].empty
     assert row(zero["scores_by_agent"], agent="A", dimension="overall")["n_papers"] == 2
+
+
+def test_a_score_over_papers_judged_under_two_settings_says_so(tmp_path: Path) -> None:
+    """One paper rejudged with other settings (a one-paper run with --config judge_settings=...):
+    agent A's static score averages P1 (new settings) and P2 (the old ones). Coverage names the
+    papers and the settings each was judged with, summary.md says so in one line; agent B, whose
+    papers share one setting, is not flagged."""
+    root = build_tree(tmp_path / "r")
+    for seed in ("0", "1"):
+        folder = root / "runs" / "A" / "P1" / seed
+        frame = pd.read_parquet(folder / "judgments.parquet")
+        frame["judge_fingerprint"] = "static-v2"
+        write_parquet(folder / "judgments.parquet", frame)
+        write_parquet(
+            folder / "judge" / "static.parquet",
+            frame,
+            judge_settings=json.dumps({"window": 5}),
+        )
+    summary = agg.write_tables(root, GRID, list(PAPERS))
+    cov = pd.read_parquet(root / "tables" / "coverage.parquet")
+    assert row(cov, agent="A", judge="static")["mixed_settings"] == (
+        "P1 with {window: 5}; P2 with unrecorded settings (fingerprint static-v)"
+    )
+    assert row(cov, agent="B", judge="static")["mixed_settings"] == ""
+    lines = [ln for ln in summary.splitlines() if "Mixed judge settings" in ln]
+    assert len(lines) == 1 and "`static` of `A` (P1 with {window: 5}; P2 with" in lines[0]
+    assert "`B`" not in lines[0]
+
+
+def test_a_score_under_one_setting_says_nothing(tables: dict) -> None:
+    assert (tables["coverage"]["mixed_settings"] == "").all()
+    assert "Mixed judge settings" not in agg.summary_markdown(tables)
+
+
+def test_the_line_after_failed_jobs_points_only_to_a_section_there_is(tmp_path: Path) -> None:
+    from sabench.lifecycle import failed_tables_line
+
+    root = build_tree(tmp_path / "r")
+    complete = agg.write_tables(root, GRID, list(PAPERS))
+    assert "Not complete" not in failed_tables_line(root / "tables", complete)
+    (root / "runs" / "B" / "P2" / "0" / "judgments.parquet").unlink()
+    partial = agg.write_tables(root, GRID, list(PAPERS))
+    assert "see 'Not complete' in summary.md" in failed_tables_line(root / "tables", partial)
+    assert agg.NOT_COMPLETE_HEADING in partial
+
+
+def test_the_marker_stays_older_than_complete_tables(tmp_path: Path) -> None:
+    """Once the tables are complete again the .incomplete marker stays, older than them: the
+    aggregate rule's inputs (which Snakemake records) do not change, and nothing reruns."""
+    root = build_tree(tmp_path / "r")
+    marker = root / "tables" / agg.INCOMPLETE_MARKER
+    judgments = root / "runs" / "B" / "P2" / "0" / "judgments.parquet"
+    saved = judgments.read_bytes()
+    judgments.unlink()
+    agg.write_tables(root, GRID, list(PAPERS))
+    summary = root / "tables" / "summary.md"
+    assert marker.stat().st_mtime >= summary.stat().st_mtime  # newer: the next run redoes
+    judgments.write_bytes(saved)
+    agg.write_tables(root, GRID, list(PAPERS))
+    tables = [root / "tables" / f"{name}.parquet" for name in agg.TABLES] + [summary]
+    assert marker.is_file()
+    assert marker.stat().st_mtime < min(p.stat().st_mtime for p in tables)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from sabench.errors import UserError
@@ -145,3 +147,91 @@ def test_dry_run_with_typed_config(tmp_path: Path, seeds: str) -> None:
     assert len(settings) == 2  # seeds 0 and 1
     # merged into config/config.yaml's runtime, as a number
     assert all(s["time_limit_s"] == 60 and s["mem_mb"] == 4096 for s in settings)
+
+
+def test_judge_settings_from_the_command_line_are_typed() -> None:
+    typed = coerce_to_schema(cli("judge_settings={exec: {time_limit_s: 30}}"), SCHEMA)
+    assert typed["judge_settings"] == {"exec": {"time_limit_s": 30}}
+
+
+def snakemake(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAKEMAKE")}
+    return subprocess.run(
+        [SNAKEMAKE, "--cores", "2", *args], cwd=REPO, capture_output=True, text=True, env=env
+    )
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_a_judge_setting_on_the_command_line_is_the_config_files(tmp_path: Path) -> None:
+    """``--config 'judge_settings={exec: {time_limit_s: 30}}'`` judges with the number 30 (it
+    reached the exec judge as the string '30' once, and every exec job failed), and a config
+    file saying the same is the same run: nothing to redo. A misspelled setting stops the run
+    before any job, with the key it most likely means."""
+    from sabench.grid import judge_fingerprint
+
+    agents = tmp_path / "agents.yaml"
+    agents.write_text(
+        "reference:\n  kind: replay\n  path: resources/submissions/reference/{paper}\n"
+    )
+    papers = tmp_path / "papers"  # one paper, not a narrowed grid: its tables are complete
+    shutil.copytree(REPO / "resources" / "papers" / "ridge-gd", papers / "ridge-gd")
+    base = [f"results={tmp_path / 'results'}", f"agents_file={agents}", f"papers_dir={papers}"]
+    base += ["judges=static,exec"]
+    proc = snakemake("--config", *base, "judge_settings={exec: {time_limit_s: 30}}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run = tmp_path / "results" / "runs" / "reference" / "ridge-gd" / "0"
+    exec_rows = pd.read_parquet(run / "judge" / "exec.parquet")
+    assert set(exec_rows["judge_fingerprint"]) == {judge_fingerprint("exec", {"time_limit_s": 30})}
+    assert (exec_rows["verdict"] == "aligned").all(), exec_rows[["sau_id", "verdict"]]
+
+    config_file = tmp_path / "exec.yaml"
+    config_file.write_text("judge_settings:\n  exec: {time_limit_s: 30}\n")
+    same = snakemake("-n", "--configfile", str(config_file), "--config", *base)
+    assert same.returncode == 0 and "Nothing to be done" in same.stdout + same.stderr, same.stdout[
+        -3000:
+    ]
+
+    typo = snakemake("--config", *base, "judge_settings={exec: {time_limt_s: 30}}")
+    assert typo.returncode != 0
+    assert (
+        "error: config (config/config.yaml + --config): judge_settings.exec.time_limt_s: "
+        "unknown key; did you mean 'time_limit_s'?" in typo.stderr
+    ), typo.stderr[-2000:]
+    assert "Traceback" not in typo.stderr
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_a_one_paper_rejudge_under_other_settings_is_named_not_mixed_silently(
+    tmp_path: Path,
+) -> None:
+    """A grid judged with the exec judge's defaults, then one paper rejudged with
+    ``--config papers=ridge-gd 'judge_settings={exec: {time_limit_s: 30}}'``: the agent's exec
+    score now averages two settings, and summary.md says so in one line naming the papers and
+    the settings (only the provenance row's two fingerprints told it once)."""
+    agents = tmp_path / "agents.yaml"
+    agents.write_text(
+        "reference:\n  kind: replay\n  path: resources/submissions/reference/{paper}\n"
+    )
+    papers = tmp_path / "papers"
+    for paper in ("ridge-gd", "logreg-earlystop"):
+        shutil.copytree(REPO / "resources" / "papers" / paper, papers / paper)
+    base = [f"results={tmp_path / 'results'}", f"agents_file={agents}", f"papers_dir={papers}"]
+    base += ["judges=static,exec"]
+    whole = snakemake("--config", *base)
+    assert whole.returncode == 0, whole.stdout[-3000:] + whole.stderr[-3000:]
+    summary = tmp_path / "results" / "tables" / "summary.md"
+    assert "Mixed judge settings" not in summary.read_text()
+
+    one = snakemake(
+        "--config", *base, "papers=ridge-gd", "judge_settings={exec: {time_limit_s: 30}}"
+    )
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    lines = [ln for ln in summary.read_text().splitlines() if "Mixed judge settings" in ln]
+    assert len(lines) == 1, summary.read_text()
+    assert (
+        "`exec` of `reference` (logreg-earlystop with the defaults; ridge-gd with "
+        "{time_limit_s: 30})" in lines[0]
+    )
+    assert "static" not in lines[0]

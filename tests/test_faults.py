@@ -29,6 +29,7 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 KEY_ENV = "SABENCH_FAULT_TEST_KEY"
 PAPER = "ridge-gd"
 MAIN_PY = "import json\njson.dump({'rmse': 1.0}, open('results.json', 'w'))\n"
+SUBMISSION = "resources/submissions/reference/{paper}"
 REPRODUCE = "#!/usr/bin/env bash\nset -euo pipefail\npython3 main.py\n"
 
 
@@ -352,3 +353,140 @@ def test_an_agent_that_cannot_start_is_a_fault_and_the_same_command_redoes_it(
     assert pd.read_parquet(results / "tables" / "incomplete_runs.parquet").empty
     assert 'class="incomplete-note"' not in page.read_text(encoding="utf-8")
     assert read_fault(results / "runs" / "mine" / PAPER / "0", "reproduce") is None
+
+
+def _job_counts(proc: subprocess.CompletedProcess[str]) -> dict[str, int]:
+    """How many jobs of each rule a snakemake run started (its 'rule <name>:' lines)."""
+    names = re.findall(r"^(?:local)?rule (\w+):$", proc.stdout + proc.stderr, re.M)
+    return {name: names.count(name) for name in names}
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_a_fault_after_a_completed_run_is_redone_by_the_same_command_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """A completed run whose agent is rerun (its settings changed) while the provider is down:
+    the fault leaves nothing of the old run behind it (its old execution and judgments would make
+    snakemake skip it), the tables count it as incomplete, and once the provider is back the
+    same command redoes that run's steps and no other run's; then nothing is left to do."""
+    env = {KEY_ENV: "sk-fault-test-0123456789", "SABENCH_LLM_CACHE": str(tmp_path / "cache")}
+    results = tmp_path / "results"
+    model_run = results / "runs" / "model" / PAPER / "0"
+    reference_run = results / "runs" / "reference" / PAPER / "0"
+    with ScriptedServer([_writes_and_submits]) as srv:
+        args = _grid(tmp_path, srv.url)
+        first = snakemake(*args, env=env)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        kept = {
+            p: p.stat().st_mtime_ns
+            for p in (
+                reference_run / "agent.json",
+                reference_run / "execution.json",
+                reference_run / "judge" / "static.parquet",
+            )
+        }
+
+        agents = json.loads((tmp_path / "agents.yaml").read_text())
+        agents["model"]["max_steps"] = 5  # a new setting reruns the agent
+        (tmp_path / "agents.yaml").write_text(json.dumps(agents))
+        srv.set_script([{"replies": [{"status": 503, "error": "down for maintenance"}]}])
+        down = snakemake(*args, env=env)
+        assert down.returncode != 0
+        assert "fault: reproduce: provider_error" in down.stderr
+        for stale in ("execution.json", "judgments.parquet", "judge/static.parquet"):
+            assert not (model_run / stale).exists(), f"{stale} of the replaced run survived"
+        incomplete = pd.read_parquet(results / "tables" / "incomplete_runs.parquet")
+        assert incomplete[["agent", "stage", "cause"]].values.tolist() == [
+            ["model", "reproduce", "provider_error"]
+        ]
+        scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+        assert set(scores["agent"]) == {"reference"}, "the old run must not be scored as current"
+        assert "see 'Not complete' in summary.md" in down.stderr
+
+        srv.set_script([_writes_and_submits])
+        up = snakemake(*args, env=env)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+    assert _job_counts(up) == {
+        "reproduce": 1,
+        "execute": 1,
+        "judge": 1,
+        "judgments": 1,
+        "aggregate": 1,
+        "report": 1,
+        "all": 1,
+    }
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept, "the reference run was redone"
+    assert json.loads((model_run / "agent.json").read_text())["config"]["max_steps"] == 5
+    assert pd.read_parquet(results / "tables" / "incomplete_runs.parquet").empty
+    again = snakemake("-n", *args, env=env)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr, (
+        again.stdout[-3000:]
+    )
+
+
+@pytest.mark.workflow
+@pytest.mark.bwrap
+def test_a_failed_rejudgment_leaves_the_run_incomplete_until_the_same_command_redoes_it(
+    tmp_path: Path,
+) -> None:
+    """An LLM judge's setting changes while its provider is down: its job fails, and the tables
+    no longer count the run's old judgments of that judge as current (they did, 1/1 complete
+    with the old scores); the run is incomplete for that judge only. Provider back: the same
+    command re-judges with that judge alone."""
+    from test_llm_workflow import JUDGE, toy_judge
+
+    results = tmp_path / "results"
+    run = results / "runs" / "reference" / PAPER / "0"
+    papers = tmp_path / "papers"
+    shutil.copytree(REPO / "resources" / "papers" / PAPER, papers / PAPER)
+    (tmp_path / "agents.yaml").write_text(
+        json.dumps({"reference": {"kind": "replay", "path": str(REPO / SUBMISSION)}})
+    )
+    env = {KEY_ENV: "sk-fault-test-0123456789"}
+    with ScriptedServer([toy_judge]) as srv:
+        settings = {
+            "api_base": srv.url,
+            "api_key_env": KEY_ENV,
+            "cache_dir": str(tmp_path / "llm-cache"),
+            "max_retries": 0,
+            "timeout_s": 5,
+        }
+        config = {
+            "results": str(results),
+            "papers_dir": str(papers),
+            "agents_file": str(tmp_path / "agents.yaml"),
+            "judges": ["static", JUDGE],
+            "judge_settings": {JUDGE: settings},
+        }
+        config_file = tmp_path / "config.json"
+        config_file.write_text(json.dumps(config))
+        first = snakemake("--configfile", str(config_file), env=env)
+        assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+        static_time = (run / "judge" / "static.parquet").stat().st_mtime_ns
+
+        config["judge_settings"][JUDGE]["temperature"] = 0.5  # what it judges by: a rejudgment
+        config_file.write_text(json.dumps(config))
+        srv.set_script([{"replies": [{"status": 503, "error": "down for maintenance"}]}])
+        down = snakemake("--configfile", str(config_file), env=env)
+        assert down.returncode != 0
+        assert not (run / "judgments.parquet").exists(), "the merge of the old judgments survived"
+        incomplete = pd.read_parquet(results / "tables" / "incomplete_runs.parquet")
+        assert incomplete[["agent", "judge", "cause"]].values.tolist() == [
+            ["reference", JUDGE, "provider_error"]
+        ]
+        scores = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+        assert set(scores["judge"]) == {"static"}, "old judgments counted as current"
+        cov = pd.read_parquet(results / "tables" / "coverage.parquet").set_index("judge")
+        assert cov.loc[JUDGE, "n_runs_complete"] == 0 and cov.loc["static", "n_runs_complete"] == 1
+        assert "Not complete" in (results / "tables" / "summary.md").read_text()
+
+        srv.set_script([toy_judge])
+        up = snakemake("--configfile", str(config_file), env=env)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+    counts = _job_counts(up)
+    assert counts.get("judge") == 1 and "reproduce" not in counts and "execute" not in counts
+    assert (run / "judge" / "static.parquet").stat().st_mtime_ns == static_time
+    assert pd.read_parquet(results / "tables" / "incomplete_runs.parquet").empty
+    judged = pd.read_parquet(results / "tables" / "scores_by_agent.parquet")
+    assert set(judged["judge"]) == {"static", JUDGE}

@@ -69,7 +69,15 @@ def test_selecting_papers_and_agents(tmp_path: Path) -> None:
         ({"runtime": {"backend": ["bwrap", "vm"]}}, "runtime.backend[1]", "'vm' is not one of"),
         ({"runtime": {"backend": []}}, "runtime.backend", "should be non-empty"),
         ({"seeds": [-1]}, "seeds[0]", "less than the minimum"),
-        ({"typo_key": 1}, "(top level)", "Additional properties"),
+        ({"typo_key": 1}, "typo_key", "unknown key (known: results, "),
+        ({"runtme": {}}, "runtme", "unknown key; did you mean 'runtime'?"),
+        (
+            {"judge_settings": {"exec": {"time_limt_s": 30}}},
+            "judge_settings.exec.time_limt_s",
+            "unknown key; did you mean 'time_limit_s'?",
+        ),
+        ({"judge_settings": {"exce": {}}}, "judge_settings.exce", "did you mean 'exec'?"),
+        ({"judge_settings": {"exec": {"time_limit_s": 0}}}, "exec.time_limit_s", "0 is less"),
     ],
 )
 def test_config_errors(tmp_path: Path, config: dict, field: str, message: str) -> None:
@@ -103,7 +111,17 @@ def test_config_errors(tmp_path: Path, config: dict, field: str, message: str) -
             "a.mounts",
             "only a command agent",
         ),
-        ("a:\n  kind: replay\n  path: x/{paper}\n  colour: red\n", "a", "Additional properties"),
+        (
+            "a:\n  kind: replay\n  path: x/{paper}\n  colour: red\n",
+            "line 4: a.colour",
+            "unknown key",
+        ),
+        ("a:\n  kind: basic\n  model: m\n  max_step: 4\n", "line 4: a.max_step", "'max_steps'?"),
+        (
+            "r:\n  kind: replay\n  path: x/{paper}\na:\n  kind: teleport\n",
+            "line 5: a.kind",
+            "one of",
+        ),
         ("a: [unclosed\n", None, "cannot parse"),
     ],
 )

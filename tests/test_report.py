@@ -499,3 +499,35 @@ def test_runs_that_did_not_complete_or_never_executed_say_so(tmp_path: Path) -> 
     ran = (site / "runs" / "B" / "P2" / "0.html").read_text(encoding="utf-8")
     assert "never executed: the submission has no reproduce.sh" in ran
     assert "<td>auto</td>" not in ran and 'class="incomplete-note"' not in ran
+
+
+def test_a_score_over_mixed_judge_settings_is_flagged(full_tables: dict, tmp_path: Path) -> None:
+    """A score averaging papers judged under different settings (coverage.mixed_settings) is
+    marked in the pivot and named with its papers and settings, on the summary and on the
+    agent's page; the others are not."""
+    cov = full_tables["coverage"].copy()
+    text = "P1 with {window: 5}; P2 with the defaults"
+    cov.loc[(cov["agent"] == "A") & (cov["judge"] == "static"), "mixed_settings"] = text
+    out = tmp_path / "mixed"
+    page = summary({**full_tables, "coverage": cov}, out)
+    assert page.count("≠ Mixed judge settings") == 1
+    assert "<code>static</code> score of <b>A</b>" in page and text in page
+    assert '<span class="s">0.562 † ≠</span>' in page
+    agent_a = (out / "site" / "agents" / f"{slug('A')}.html").read_text(encoding="utf-8")
+    agent_b = (out / "site" / "agents" / f"{slug('B')}.html").read_text(encoding="utf-8")
+    assert text in agent_a and "Mixed judge settings" not in agent_b
+    assert "Mixed judge settings" not in summary(full_tables, tmp_path / "one")
+
+
+def test_agents_whose_papers_split_alike_share_one_warning(
+    full_tables: dict, tmp_path: Path
+) -> None:
+    """A one-paper rejudge splits every agent's papers alike: one warning names them all."""
+    cov = full_tables["coverage"].copy()
+    text = "P1 with {window: 5}; P2 with the defaults"
+    cov.loc[cov["judge"] == "static", "mixed_settings"] = text
+    page = summary({**full_tables, "coverage": cov}, tmp_path / "split")
+    assert page.count("≠ Mixed judge settings") == 1
+    assert "<code>static</code> scores of <b>A, B</b> average papers" in page
+    line = agg.summary_markdown({**full_tables, "coverage": cov})
+    assert f"`static` of `A`, `B` ({text})" in line

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sabench import SCHEMA_VERSION
 from sabench.errors import UserError
 from sabench.grounding import PaperText, ground
 from sabench.io import read_parquet_metadata
@@ -62,7 +63,7 @@ def test_curated_yaml_roundtrip(tmp_path: Path) -> None:
     assert bool(frame["grounded"].iloc[0]) is True
     assert json.loads(frame["expected"].iloc[1])["tolerance"] == "5%"
     meta = read_parquet_metadata(tmp_path / "saus.parquet")
-    assert meta["sau_set_hash"] == sau_set_hash(rows) and meta["schema_version"] == "2"
+    assert meta["sau_set_hash"] == sau_set_hash(rows) and meta["schema_version"] == SCHEMA_VERSION
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -35,6 +36,7 @@ from sabench.aggregate.read import (
     run_row,
     why_missing,
 )
+from sabench.aggregate.settings import ONE_SETTING, mixed_settings, mixed_settings_line
 from sabench.aggregate.stream import (
     CHUNK_ROWS,
     TREE_COLUMNS,
@@ -98,6 +100,7 @@ COVERAGE_COLUMNS = [
     "n_saus_judged",
     "n_saus_error",
     "n_runs_unscored",
+    "mixed_settings",
 ]
 #: One row per run of the configured grid that has no current judgments of a judge (``judge``
 #: null: of any judge): the stage that did not complete, why (a fault cause of sabench.faults,
@@ -137,11 +140,14 @@ def coverage(
     judges: Sequence[str] | None = None,
     incomplete: pd.DataFrame | None = None,
     scores: pd.DataFrame | None = None,
+    mixed: dict[tuple[str, str], str] | None = None,
 ) -> pd.DataFrame:
     """Per agent and judge: runs in the grid, runs with current judgments and those without (with
     their causes, ``cause=count``), runs whose execution did not end ``ok``, SAUs scored and SAUs
     with an ``error`` verdict (excluded from the scores, so reported here), and runs whose score
-    is withheld because more of their SAUs are in error than scored (``scores``: scores_by_run).
+    is withheld because more of their SAUs are in error than scored (``scores``: scores_by_run),
+    and the papers judged under each setting where there were several (``mixed``,
+    sabench.aggregate.settings; empty: one setting).
 
     ``counts``: SAUs judged and in error per (agent, judge) (``stream.judgment_counts``);
     ``seen_judges``: the judges of the judgments, in first-seen order."""
@@ -188,6 +194,7 @@ def coverage(
                     "n_saus_judged": int(got["n_saus_judged"]) if got is not None else 0,
                     "n_saus_error": int(got["n_saus_error"]) if got is not None else 0,
                     "n_runs_unscored": int(unscored.get((agent, judge), 0)),
+                    "mixed_settings": (mixed or {}).get((agent, judge), ONE_SETTING),
                 }
             )
     out = pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
@@ -326,6 +333,7 @@ def aggregate(
     runs_t = pd.DataFrame(run_rows, columns=RUN_COLUMNS)
     incomplete_t = pd.DataFrame(incomplete, columns=INCOMPLETE_COLUMNS)
     counts = derived.pop("counts")
+    mixed = mixed_settings(derived.pop("settings"), results_root)
     tables = {
         "papers": pd.DataFrame(paper_rows, columns=PAPER_COLUMNS),
         "saus": saus_t,
@@ -339,6 +347,7 @@ def aggregate(
             judges,
             incomplete_t,
             derived["scores_by_run"],
+            mixed,
         ),
         "incomplete_runs": incomplete_t,
         "judge_directed_text": pd.DataFrame(directed, columns=DIRECTED_COLUMNS),
@@ -351,10 +360,12 @@ def aggregate(
     return {name: tables[name] for name in TABLES if name in tables}
 
 
-#: Left in the tables folder while the tables miss runs of the grid; an input of the aggregate
-#: rule while it exists (rules/aggregate.smk), so that the next run of the workflow rebuilds the
-#: tables and, to do so, redoes the runs that did not complete (Snakemake alone would not: the
-#: tables are there and newer than every input that is).
+#: Written in the tables folder, newer than the tables, while they miss runs of the grid; an
+#: input of the aggregate rule once it exists (rules/aggregate.smk), so that the next run of the
+#: workflow rebuilds the tables and, to do so, redoes the runs that did not complete (Snakemake
+#: alone would not: the tables are there and newer than every input that is). Once the tables
+#: are complete it stays, older than them: the aggregate's set of inputs, which Snakemake
+#: records, does not change again, and a second run with nothing changed does nothing.
 INCOMPLETE_MARKER = ".incomplete"
 
 
@@ -383,8 +394,11 @@ def write_tables(
             "complete (incomplete_runs.parquet); "
             "the next run of the workflow redoes them and rebuilds these tables.\n",
         )
-    else:
-        marker.unlink(missing_ok=True)
+    elif marker.is_file():
+        write_text(marker, "every run of the grid is in these tables\n")
+        written = [out / f"{name}.parquet" for name in TABLES] + [out / "summary.md"]
+        oldest = min(p.stat().st_mtime for p in written if p.is_file())
+        os.utime(marker, (oldest - 1, oldest - 1))
     return summary
 
 
@@ -414,6 +428,8 @@ def _cell(row: pd.Series) -> str:
     return f"{text} {stats.FEW_PAPERS_MARK}" if row["few_papers"] and text != "–" else text
 
 
+#: The heading of summary.md's section on the runs left out of the scores (only when there are).
+NOT_COMPLETE_HEADING = "### Not complete"
 #: How many incomplete runs summary.md lists one by one (all are in ``incomplete_runs``).
 MAX_LISTED = 20
 
@@ -426,7 +442,7 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
     absent = incomplete[incomplete["cause"].isin(NOT_REDONE_CAUSES)]
     n_absent = len(absent.drop_duplicates(["agent", "paper", "seed"]))
     lines = [
-        "### Not complete",
+        NOT_COMPLETE_HEADING,
         "",
         f"{plural(n_runs, 'run')} of the grid {noun(n_runs, 'has', 'have')} no current "
         f"judgments of at least one judge; {noun(n_runs, 'it is', 'they are')} left out of every "
@@ -505,6 +521,9 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
                 + f" | {n_papers} | {done} | {judged} | {errors} |"
             )
         lines.append("")
+    mixed = mixed_settings_line(cov)
+    if mixed:
+        lines += [mixed, ""]
     lines += _incomplete_markdown(incomplete)
     lines.append(
         "Scores: SA-Bench's rule (mean claim score per dimension, overall = mean of dimensions; "

@@ -129,6 +129,11 @@ def typed(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
+#: Which judge settings (fingerprint) judged which agent's papers: a score over papers judged
+#: under two settings says so (sabench.aggregate.mixed_settings).
+SETTINGS_KEYS = ("agent", "judge", "paper", "seed", "judge_fingerprint")
+
+
 class JudgmentStream:
     """Takes the grid's judgments run by run; writes them and the tables derived from them."""
 
@@ -142,7 +147,8 @@ class JudgmentStream:
         self._buffered = 0
         self._files: list[Path] = []
         self._derived: dict[str, list[pd.DataFrame]] = {
-            name: [] for name in ("runs", "counts", "taxonomy", "pairs", "trees", "stability")
+            name: []
+            for name in ("runs", "counts", "taxonomy", "pairs", "trees", "stability", "settings")
         }
 
     def add(self, tables: list[pa.Table]) -> None:
@@ -171,13 +177,15 @@ class JudgmentStream:
         derived["trees"].append(tree_rows(self._trees, frame))
         if "samples" in frame.columns:
             derived["stability"].append(stability.sau_spreads(frame))
+        derived["settings"].append(frame[list(SETTINGS_KEYS)].drop_duplicates())
         path = self.parts / f"part-{len(self._files):06d}.parquet"
         part = pa.Table.from_pandas(typed(frame, JUDGMENT_COLUMNS), preserve_index=False)
         pq.write_table(part, path)
         self._files.append(path)
 
     def derived_tables(self) -> dict[str, pd.DataFrame]:
-        """The tables derived from the judgments, and ``counts`` (for ``coverage``)."""
+        """The tables derived from the judgments, ``counts`` (for ``coverage``) and ``settings``
+        (:data:`SETTINGS_KEYS`, each combination once)."""
         self._flush()
         parts = {name: [f for f in frames if not f.empty] for name, frames in self._derived.items()}
         by_run = (
@@ -219,6 +227,11 @@ class JudgmentStream:
             if parts["stability"]
             else pd.DataFrame(columns=stability.SPREAD_COLUMNS)
         )
+        settings = (
+            pd.concat(parts["settings"], ignore_index=True).drop_duplicates()
+            if parts["settings"]
+            else pd.DataFrame(columns=list(SETTINGS_KEYS))
+        )
         return {
             "scores_by_run": by_run,
             "scores_by_agent": scoring.agent_scores(by_run),
@@ -228,6 +241,7 @@ class JudgmentStream:
             "judge_confusion": confusion,
             "judge_stability": stability.summarize(answers),
             "counts": counts,
+            "settings": settings,
         }
 
     def write(self, path: Path, **metadata: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import time
 from functools import lru_cache
@@ -12,6 +13,7 @@ from typing import Any
 
 from sabench.contracts import JUDGMENT_COLUMNS, UNREACHED_CAP, Judgment, paper_folder
 from sabench.faults import Fault, clear_fault, exit_for_fault
+from sabench.grid import judged_by
 from sabench.io import arrow_table, read_json, read_parquet_metadata, write_table
 from sabench.judges.fabrication import FABRICATED as FABRICATED_RESULT
 from sabench.reseed import FABRICATED
@@ -156,7 +158,15 @@ def judge_run(
     # written with pyarrow alone: the types pandas gave (sabench.io.arrow_table), its import spared
     types = {"score": pa.float64(), "confidence": pa.float64(), "seed": pa.large_string()}
     table = arrow_table(rows, [*JUDGMENT_COLUMNS, *sampled], types)
-    write_table(out, table, judge=name, judge_fingerprint=fingerprint, sau_set_hash=sau_hash)
+    write_table(
+        out,
+        table,
+        judge=name,
+        judge_fingerprint=fingerprint,
+        # what the fingerprint stands for, so a table mixing two can say which settings differ
+        judge_settings=json.dumps(judged_by(name, settings), sort_keys=True, default=str),
+        sau_set_hash=sau_hash,
+    )
     return rows
 
 

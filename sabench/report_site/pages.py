@@ -208,7 +208,11 @@ def agent_context(site: Site, agent: str) -> dict[str, Any]:
     return {
         "agent": agent,
         "description": site.descriptions.get(agent, ""),
-        "pivot": {**pivot, "rows": rows},
+        "pivot": {
+            **pivot,
+            "rows": rows,
+            "mixed": [([agent], j, t) for agents, j, t in pivot["mixed"] if agent in agents],
+        },
         "few_note": FEW_PAPERS_NOTE,
         "judges": site.judges,
         "runs": [_run_summary(site, r) for r in site.runs_of_agent[agent]],

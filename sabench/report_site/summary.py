@@ -11,6 +11,7 @@ import pandas as pd
 
 from sabench import __version__
 from sabench.aggregate import COVERAGE_COLUMNS, INCOMPLETE_COLUMNS
+from sabench.aggregate.settings import by_split
 from sabench.drift import DRIFT_SUMMARY_COLUMNS, drift_summary
 from sabench.judges.stability import STABILITY_COLUMNS
 from sabench.report_site.formatting import as_text, mean, num, records, score_color
@@ -25,7 +26,8 @@ def score_pivot(site: Site) -> dict[str, Any]:
     """agent x judge x dimension: score with its interval, † where it rests on few papers."""
     scores = site.scores
     if scores.empty:
-        return {"dims": [], "judges": [], "rows": [], "marked": False}
+        return {"dims": [], "judges": [], "rows": [], "marked": False, "mixed": []}
+    mixed = mixed_scores(site)
     flags = (
         scores["few_papers"] if "few_papers" in scores else scores["n_papers"].map(few_papers)
     ).astype(bool)
@@ -42,8 +44,11 @@ def score_pivot(site: Site) -> dict[str, Any]:
             site.runs_of_agent.get(agent, []), str(rec["judge"]), str(rec["dimension"])
         )
         marked |= mark
+        mixes = (agent, str(rec["judge"])) in mixed and has
         cells[(agent, str(rec["judge"]), str(rec["dimension"]))] = {
-            "score": num(score) + (f" {FEW_PAPERS_MARK}" if mark else ""),
+            "score": num(score)
+            + (f" {FEW_PAPERS_MARK}" if mark else "")
+            + (f" {MIXED_MARK}" if mixes else ""),
             "ci": f"[{num(rec['ci_low'], 2)}, {num(rec['ci_high'], 2)}]" if has else "",
             "n_papers": rec["n_papers"],
             # distinct SAUs scored of all the SAUs of those papers (seeds count an SAU once)
@@ -60,7 +65,32 @@ def score_pivot(site: Site) -> dict[str, Any]:
                 "cells": [cells.get((agent, j, d)) for j in judges for d in dims],
             }
         )
-    return {"dims": dims, "judges": judges, "rows": rows, "marked": marked}
+    listed = [(agents, judge, text) for judge, text, agents in by_split(mixed)]
+    return {
+        "dims": dims,
+        "judges": judges,
+        "rows": rows,
+        "marked": marked,
+        "mixed": listed,
+        "mixed_mark": MIXED_MARK,
+    }
+
+
+#: The mark of a score that averages papers judged under different settings of its judge.
+MIXED_MARK = "≠"
+
+
+def mixed_scores(site: Site) -> dict[tuple[str, str], str]:
+    """(agent, judge) whose score averages papers judged under different settings: which papers
+    under which settings (the coverage table's ``mixed_settings``, sabench.aggregate.settings)."""
+    coverage = site.tables.get("coverage")
+    if coverage is None or coverage.empty or "mixed_settings" not in coverage:
+        return {}
+    return {
+        (str(r["agent"]), str(r["judge"])): str(r["mixed_settings"])
+        for r in records(coverage)
+        if r["mixed_settings"]
+    }
 
 
 def _matrix(site: Site) -> list[dict[str, Any]]:
