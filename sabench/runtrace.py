@@ -122,14 +122,22 @@ def _valid_lines(value: Any) -> dict[str, list[int]] | None:
 
 
 class _Process:
-    """What one connection said: a hello, then a record and a bye (``ended``)."""
+    """What one connection said: a hello; then, as they happen, lines that ran for the first time
+    (``line``), finished calls (``call``), Python interpreters it started (``spawned``) and
+    processes it ended (``killed``); and last a bye (``ended``) with how it ended, the frames an
+    uncaught exception went through and every line it ran (with its calls, where the recorder
+    sends none as they happen)."""
 
     def __init__(self, peer: int) -> None:
         self.peer = peer
         self.buffer = b""
         self.received = 0
         self.hello: dict[str, Any] | None = None
-        self.record: dict[str, Any] = {}
+        self.lines: dict[str, set[int]] = {}
+        self.calls: list[Any] = []
+        self.spawned: list[Any] = []
+        self.killed: list[Any] = []
+        self.raised: list[Any] = []
         self.ended: str | None = None
         self.problem = ""
         #: the same process's connections still open when this one opened (see :meth:`as_dict`)
@@ -160,9 +168,17 @@ class _Process:
             self.hello = body
         elif self.hello is None:
             self.problem = "sent a record before saying hello"
+        elif kind == "line" and len(body) == 2 and isinstance(body[0], str):
+            self.lines.setdefault(body[0], set()).add(body[1])
+        elif kind in ("call", "spawned", "killed"):
+            getattr(self, "calls" if kind == "call" else kind).append(body)
         elif kind == "bye" and isinstance(body, dict):
             self.ended = str(body.get("how") or "exit")
-            self.record = {k: body.get(k) for k in ("lines", "calls", "raised", "spawned")}
+            lines, calls, raised = body.get("lines"), body.get("calls"), body.get("raised")
+            for rel, nums in (lines if isinstance(lines, dict) else {}).items():
+                self.lines.setdefault(rel, set()).update(nums if isinstance(nums, list) else [])
+            self.calls += calls if isinstance(calls, list) else []
+            self.raised = raised if isinstance(raised, list) else []
         else:
             self.problem = f"sent an unknown message {kind!r}"
 
@@ -172,7 +188,14 @@ class _Process:
             "peer": self.peer,
             "ended": self.ended,
             "problem": self.problem or self._late_problem() or None,
-            **self.record,
+            "lines": {
+                rel: sorted(n for n in nums if isinstance(n, int))
+                for rel, nums in self.lines.items()
+            },
+            "calls": self.calls,
+            "raised": self.raised,
+            "spawned": self.spawned,
+            "killed": self.killed,
         }
 
     def _late_problem(self) -> str:
@@ -286,18 +309,23 @@ def trace_path(executed: Path) -> Path:
 
 def _problems(processes: list[dict[str, Any]]) -> list[str]:
     """Why the record cannot be trusted whole: a process that broke the protocol, one that ended
-    without its record (SIGKILL, a crash in C), a Python interpreter a process started that never
-    said hello (``-I``, ``-S``, a cleared environment)."""
+    without its end and that no process of the run ended (SIGKILL from outside, a crash in C), a
+    Python interpreter a process started that never said hello (``-I``, ``-S``, a cleared
+    environment). A process another one ended (Pool.terminate) sent what it ran as it ran."""
     out = []
     by_parent: dict[Any, int] = {}
+    killed = set()
     for p in processes:
         if p.get("pid") is not None:
             by_parent[p.get("ppid")] = by_parent.get(p.get("ppid"), 0) + 1
+        for entry in p.get("killed") or []:
+            if isinstance(entry, list) and entry:
+                killed.add(entry[0])
     for p in processes:
         name = f"process {p.get('pid', '?')} ({' '.join(map(str, (p.get('argv') or [])[:3]))})"
         if p.get("problem"):
             out.append(f"{name} {p['problem']}")
-        elif p.get("ended") is None:
+        elif p.get("ended") is None and not (p.get("streams") and p.get("pid") in killed):
             out.append(f"{name} ended without sending its record (killed, or crashed in C)")
         spawned = [s for s in p.get("spawned") or [] if isinstance(s, list) and s[:1] == ["spawn"]]
         if len(spawned) > by_parent.get(p.get("pid"), 0):

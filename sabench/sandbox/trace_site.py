@@ -121,6 +121,11 @@ class _Recorder:
         self.seen = {}  # code -> calls started so far (targets), or -1 (not a target)
         self.pending = {}  # frame -> the call record awaiting its result
         self.written = False
+        #: lines and calls sent as they happen (sys.monitoring): a process killed at any moment
+        #: has sent what it ran; the others send theirs at the end (and on SIGTERM: _terminated)
+        self.streams = False
+        self.sending = False  # the record is on its way: a SIGTERM now waits for it (_terminated)
+        self.ending = False  # a SIGTERM came while it was: the process ends once it is sent
         self.spawned = []  # Python interpreters this process started: [kind, executable, argv]
         self.last_popen = None
 
@@ -234,9 +239,11 @@ class _Recorder:
             except BaseException:
                 return disable
 
-        def on_line(code, line):
+        def on_line(code, line):  # each line once: sent as it first runs (see _Recorder.write)
             try:
-                lines[relpath(code.co_filename)].add(line)
+                rel = relpath(code.co_filename)
+                lines[rel].add(line)
+                _channel.line(rel, line)
             except BaseException:
                 pass
             return disable
@@ -269,6 +276,7 @@ class _Recorder:
         mon.register_callback(tool, ev.PY_UNWIND, on_unwind)
         mon.set_events(tool, ev.PY_START)
         self.name = "sys.monitoring"
+        self.streams = True
 
         def after_fork():  # events disabled in the parent fire again for the child's own record
             watched.clear()
@@ -311,6 +319,8 @@ class _Recorder:
             size = len(json.dumps(record))
             if self.call_bytes + size <= _MAX_CALL_BYTES:
                 self.calls.append(record)
+                if self.streams:
+                    _channel.send({"call": record})
             self.call_bytes += size
         except BaseException:
             pass
@@ -376,14 +386,19 @@ class _Recorder:
         """Send the process's record and its end (``how``) on the channel, once."""
         if self.written or self.name is None:
             return
-        self.written = True
-        lines, raised, tb = self.collect_lines(), [], getattr(_sys, "last_traceback", None)
-        while tb is not None:  # the frames of an uncaught exception that ended the process
-            rel = _relpath(tb.tb_frame.f_code.co_filename)
-            raised += [[rel, tb.tb_lineno]] if rel else []
-            tb = tb.tb_next
-        record = {"how": how, "raised": raised, "lines": lines, "calls": self.calls}
-        _channel.send({"bye": dict(record, spawned=self.spawned)})
+        self.written = self.sending = True
+        try:
+            lines, raised, tb = self.collect_lines(), [], getattr(_sys, "last_traceback", None)
+            while tb is not None:  # the frames of an uncaught exception that ended the process
+                rel = _relpath(tb.tb_frame.f_code.co_filename)
+                raised += [[rel, tb.tb_lineno]] if rel else []
+                tb = tb.tb_next
+            record = {"how": how, "raised": raised, "lines": lines}
+            if not self.streams:
+                record["calls"] = self.calls
+            _channel.send({"bye": record})
+        finally:
+            self.sending = False
 
 
 class _Channel:
@@ -391,8 +406,13 @@ class _Channel:
 
     def __init__(self):
         self.sock = None
+        self.lock = None
+        self.names = {}  # relpath -> its JSON text
 
-    def connect(self, recorder):
+    def connect(self, recorder, streams=False):
+        import _thread
+
+        self.lock = _thread.RLock()  # after fork: a lock another thread held stays the parent's
         inherited, self.sock = self.sock, None  # after fork: the parent's connection stays its own
         if inherited is not None:
             try:
@@ -410,6 +430,7 @@ class _Channel:
             argv = [str(a) for a in getattr(_sys, "argv", [])[:64]]
             hello = {"pid": _os.getpid(), "ppid": _os.getppid(), "argv": argv}
             hello.update(recorder=recorder, python="%d.%d.%d" % _sys.version_info[:3])
+            hello.update(streams=streams)
             self.send({"hello": hello})
         except BaseException:
             self.sock = None
@@ -420,10 +441,27 @@ class _Channel:
         try:
             import json
 
-            data = json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
-            self.sock.sendall(data)
+            self.sendall(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
         except BaseException:
             self.sock = None
+
+    def line(self, rel, number):
+        """A line that ran for the first time (sys.monitoring's), as it runs."""
+        if self.sock is None:
+            return
+        try:
+            name = self.names.get(rel)
+            if name is None:
+                import json
+
+                name = self.names[rel] = json.dumps(rel).encode("utf-8")
+            self.sendall(b'{"line":[%s,%d]}\n' % (name, number))
+        except BaseException:
+            self.sock = None
+
+    def sendall(self, data):
+        with self.lock:  # threads send whole messages, one at a time
+            self.sock.sendall(data)
 
 
 _channel = _Channel()
@@ -450,6 +488,54 @@ def _flush(how="exit"):
     try:
         if _recorder is not None:
             _recorder.write(how)
+            if _recorder.ending:
+                _end_by_sigterm()
+    except BaseException:
+        pass
+
+
+def _end_by_sigterm():
+    """End as SIGTERM's default would have ended the process (its record already sent)."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # not the main thread: the handler, run there again, ends the process
+        pass
+    _os.kill(_os.getpid(), signal.SIGTERM)
+
+
+def _terminated(signum, frame):  # Pool.terminate, a time limit's first signal
+    if _recorder is not None and _recorder.sending:  # ending already (exit, os._exit): the
+        _recorder.ending = True  # record goes whole first, then the process ends (_flush)
+        return
+    _flush("SIGTERM")
+    _end_by_sigterm()
+
+
+_held = []  # the signal masks _hold_sigterm replaced, to restore
+
+
+def _hold_sigterm():
+    """Hold SIGTERM (block it) while the process says hello on its connection: from before a fork
+    to the child's hello (and the parent's return), and at start. Killed there, a process would
+    leave a connection that never said whose it is (Pool.terminate of workers just started); a
+    SIGTERM held arrives as the mask is restored, the hello sent. (A Python handler for it would
+    lose a signal that comes as a blocking call is entered: Pool.terminate waits forever.)"""
+    try:
+        import signal
+
+        _held.append(signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}))
+    except BaseException:
+        pass
+
+
+def _release_sigterm():
+    try:
+        if _held:
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_SETMASK, _held.pop())
     except BaseException:
         pass
 
@@ -474,6 +560,10 @@ def _audit(event, args):
             program, argv = args[0], list(args[1])
         elif event == "os.spawn":
             program, argv = args[1], list(args[2])
+        elif event == "os.kill" and _recorder is not None:
+            # a process of the run ended by another (Pool.terminate): it sends no end of its own
+            _channel.send({"killed": [int(args[0]), int(args[1])]})
+            return
         else:
             return
         if isinstance(program, bytes):
@@ -486,6 +576,7 @@ def _audit(event, args):
             _recorder.last_popen = entry if event == "subprocess.Popen" else None
             if once and len(_recorder.spawned) < _MAX_SPAWNS:
                 _recorder.spawned.append(entry)
+                _channel.send({"spawned": entry})
             if kind == "exec":
                 _flush("exec")
     except BaseException:
@@ -501,7 +592,9 @@ def _install():
     if recorder.name is None:
         return
     _recorder = recorder
-    _channel.connect(recorder.name)
+    _hold_sigterm()
+    _channel.connect(recorder.name, recorder.streams)
+    _release_sigterm()
     __import__("atexit").register(_flush)
     real_exit = _os._exit
 
@@ -513,24 +606,24 @@ def _install():
     _sys.addaudithook(_audit)
     import signal
 
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-
-        def _terminated(signum, frame):  # Pool.terminate, a time limit's first signal
-            _flush("SIGTERM")
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            _os.kill(_os.getpid(), signal.SIGTERM)
-
+    # a recorder that streams needs no handler: a Python-level one can lose the signal (it comes
+    # as a blocking call is entered: a Pool worker then never ends, and Pool.terminate waits);
+    # the others' records come at the end, so they take that risk (before Python 3.12)
+    if not recorder.streams and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _terminated)
 
     def in_child():
         try:
             recorder.reset_in_child()
-            _channel.connect(recorder.name)
+            _channel.connect(recorder.name, recorder.streams)
         except BaseException:
             pass
+        _release_sigterm()
 
     if hasattr(_os, "register_at_fork"):
-        _os.register_at_fork(after_in_child=in_child)
+        _os.register_at_fork(
+            before=_hold_sigterm, after_in_parent=_release_sigterm, after_in_child=in_child
+        )
 
 
 def _disguise(code):  # and the code it defines: see _STD_FILE (docs/checks.md, threat model)
