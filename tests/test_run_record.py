@@ -281,3 +281,56 @@ def test_an_untraced_run_is_capped_by_every_judge(tmp_path: Path) -> None:
     (untraced,) = run_judge("static", {}, sub, [sau], {**execution, "status": "untraced"})
     assert ok.verdict == "aligned", ok.reasoning
     assert (untraced.verdict, untraced.score) == ("partial", UNREACHED_CAP)
+
+
+#: Runs past any time limit; saves its work when asked to stop (SIGTERM), as a program may.
+SPIN = """import signal
+import sys
+
+
+def save(signum, frame):
+    open("saved.txt", "w").write("saved")
+    sys.exit(1)
+
+
+def spin():
+    n = 0
+    while True:
+        n += 1
+
+
+signal.signal(signal.SIGTERM, save)
+print("spinning", flush=True)
+spin()
+"""
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("backend", ["bwrap", "local"])
+def test_a_timed_out_run_is_stopped_with_its_record(
+    sandbox_env: Path, bwrap_ok: None, tmp_path: Path, backend: str
+) -> None:
+    """At the time limit: SIGTERM to the run's processes, TERM_GRACE_S to end as they would (this
+    one saves its work), then SIGKILL; the run is a timeout, and its trace has what ran."""
+    from sabench.sandbox.common import TERM_GRACE_S
+
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "main.py").write_text(SPIN)
+    (sub / "reproduce.sh").write_text("set -e\npython main.py\necho never > after.txt\n")
+    run = tmp_path / "run"
+    settings = {"backend": backend, "python_env": sandbox_env, "time_limit_s": 3}
+    record = execute_run(
+        sub, run / "executed", run / "execution.json", run / "execution.log", settings
+    )
+    log = (run / "execution.log").read_text()
+    assert record["status"] == "timeout", (record, log)
+    assert record["wall_s"] < 3 + TERM_GRACE_S + 5, record
+    assert "spinning" in log and "SIGTERM" in record["isolation"]
+    executed = run / "executed"
+    assert (executed / "saved.txt").read_text() == "saved"  # it ended as it would
+    assert not (executed / "after.txt").exists()  # the shell went no further
+    trace = read_trace(executed)
+    assert trace is not None
+    # spin's loop, and save's body, which ran after the time limit
+    assert {5, 6, 10, 11, 12, 13, 16, 17, 18} <= trace.lines["main.py"], trace.lines
