@@ -2,8 +2,10 @@
 
 Every Python process of a submission's run (the sandbox program ``sandbox/trace_site.py``,
 installed as ``sitecustomize.py`` by :func:`install_site`) says hello on the trace channel when it
-starts and sends, when it ends, the lines of the submission's own files that ran, the first calls
-of its module-level functions and the Python interpreters it started. The channel
+starts; sends, as they happen (sys.monitoring), each line of the submission's own files the first
+time it runs, the first calls of its module-level functions, the Python interpreters it starts and
+the processes it ends; and, when it ends (exit, os._exit, exec), a bye with every line it ran
+(before Python 3.12, when the lines and calls come only then, also on SIGTERM). The channel
 (:class:`TraceChannel`) is a unix socket that sabench holds outside the sandbox, so the record is
 kept where the run cannot delete or rewrite it: ``<run>/trace.json`` beside ``executed/``.
 :func:`read_trace` reads it; :func:`with_lines` gives a judge's execution record the lines that ran.

@@ -3,8 +3,9 @@
 # sitecustomize.py after sabench/checks/sandbox_wire.py by sabench.runtrace.install_site: the lines
 # of the submission's files that ran and the first calls of their module-level functions, sent to
 # the trace channel (a unix socket that sabench holds outside the sandbox, sabench.runtrace): a
-# hello when the process starts, the record when it ends (exit, os._exit, SIGTERM, exec). Nothing
-# is written where the run can reach it. Before 3.12 its calls are recorded by trace_wrapping.py,
+# hello when the process starts, lines and calls as they run (sys.monitoring: a process killed at
+# any moment has sent what it ran), its end (exit, os._exit, exec; SIGTERM where the record comes
+# only at the end). Nothing is written where the run can reach it. Before 3.12 its calls are recorded by trace_wrapping.py,
 # placed before it. Standard library, Python 3.8-3.14; its own failures are swallowed: the program
 # it rides in must run exactly as it would without it.
 import os as _os
