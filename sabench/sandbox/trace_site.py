@@ -5,9 +5,9 @@
 # the trace channel (a unix socket that sabench holds outside the sandbox, sabench.runtrace): a
 # hello when the process starts, lines and calls as they run (sys.monitoring: a process killed at
 # any moment has sent what it ran), its end (exit, os._exit, exec; SIGTERM where the record comes
-# only at the end). Nothing is written where the run can reach it. Before 3.12 its calls are recorded by trace_wrapping.py,
-# placed before it. Standard library, Python 3.8-3.14; its own failures are swallowed: the program
-# it rides in must run exactly as it would without it.
+# only at the end). Nothing is written where the run can reach it. Before 3.12 its calls are
+# recorded by trace_wrapping.py, placed before it. Standard library, Python 3.8-3.14; its own
+# failures are swallowed: the program it rides in must run exactly as it would without it.
 import os as _os
 import sys as _sys
 
