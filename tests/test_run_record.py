@@ -199,8 +199,8 @@ sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 sock.connect("{CHANNEL_TARGET}/trace.sock")
 hello = {{"hello": {{"pid": 4242, "ppid": 1, "argv": ["main.py"], "recorder": "sys.monitoring"}}}}
 bye = {{"bye": {{"how": "exit", "lines": {{"work.py": [1, 2, 3]}}, "calls": []}}}}
-said = {{"junk": b"junk\\n", "a second hello": (json.dumps(hello) + "\\n" + json.dumps(bye) + "\\n").encode()}}
-sock.sendall(said[sys.argv[1]])
+record = (json.dumps(hello) + "\\n" + json.dumps(bye) + "\\n").encode()
+sock.sendall(b"junk\\n" if sys.argv[1] == "junk" else record)
 sock.close()
 """
 
