@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -507,6 +508,20 @@ def test_an_exec_speaks_again_on_a_new_connection(tmp_path: Path) -> None:
     trace = _channel_trace(tmp_path, [first, second])
     assert trace is not None and trace.problems == () and trace.processes == 2
     assert set(trace.lines) == {"a.py", "next.py"}
+
+
+def test_closing_a_channel_twice_closes_nothing_of_anyone_else() -> None:
+    """The execute step closes its channel, then leaves its ``with``: the second close must not
+    close the descriptors its first freed, by then another thread's (runs in parallel threads)."""
+    with TraceChannel() as channel:
+        channel.close()
+        read_end, write_end = os.pipe()  # the lowest free numbers: the channel's wake pipe's
+    try:
+        os.write(write_end, b"x")
+        assert os.read(read_end, 1) == b"x"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_a_trace_that_does_not_read_is_a_problem(
