@@ -2,8 +2,10 @@
 
 Every Python process of a submission's run (the sandbox program ``sandbox/trace_site.py``,
 installed as ``sitecustomize.py`` by :func:`install_site`) says hello on the trace channel when it
-starts and sends, when it ends, the lines of the submission's own files that ran, the first calls
-of its module-level functions and the Python interpreters it started. The channel
+starts; sends, as they happen (sys.monitoring), each line of the submission's own files the first
+time it runs, the first calls of its module-level functions, the Python interpreters it starts and
+the processes it ends; and, when it ends (exit, os._exit, exec), a bye with every line it ran
+(before Python 3.12, when the lines and calls come only then, also on SIGTERM). The channel
 (:class:`TraceChannel`) is a unix socket that sabench holds outside the sandbox, so the record is
 kept where the run cannot delete or rewrite it: ``<run>/trace.json`` beside ``executed/``.
 :func:`read_trace` reads it; :func:`with_lines` gives a judge's execution record the lines that ran.
@@ -139,14 +141,23 @@ def _valid_lines(value: Any) -> dict[str, list[int]] | None:
 
 
 class _Process:
-    """What one connection said: a hello, then a record and a bye (``ended``)."""
+    """What one connection said: a hello; then, as they happen, lines that ran for the first time
+    (``line``), finished calls (``call``), Python interpreters it started (``spawned``) and
+    processes it ended (``killed``); and last a bye (``ended``) with how it ended, the frames an
+    uncaught exception went through and every line it ran (with its calls, where the recorder
+    sends none as they happen)."""
 
     def __init__(self, peer: int) -> None:
         self.peer = peer
         self.buffer = b""
         self.received = 0
         self.hello: dict[str, Any] | None = None
-        self.record: dict[str, Any] = {}
+        self.lines: dict[str, set[int]] = {}
+        self.calls: list[Any] = []
+        self.spawned: list[Any] = []
+        self.killed: list[Any] = []
+        self.raised: list[Any] = []
+        self.opened: list[Any] = []
         self.ended: str | None = None
         self.problem = ""
         #: the same process's connections still open when this one opened (see :meth:`as_dict`)
@@ -177,10 +188,19 @@ class _Process:
             self.hello = body
         elif self.hello is None:
             self.problem = "sent a record before saying hello"
+        elif kind == "line" and len(body) == 2 and isinstance(body[0], str):
+            self.lines.setdefault(body[0], set()).add(body[1])
+        elif kind in ("call", "spawned", "killed"):
+            getattr(self, "calls" if kind == "call" else kind).append(body)
         elif kind == "bye" and isinstance(body, dict):
             self.ended = str(body.get("how") or "exit")
-            keys = ("lines", "calls", "raised", "spawned", "opened")
-            self.record = {k: body.get(k) for k in keys}
+            lines, calls, raised = body.get("lines"), body.get("calls"), body.get("raised")
+            for rel, nums in (lines if isinstance(lines, dict) else {}).items():
+                self.lines.setdefault(rel, set()).update(nums if isinstance(nums, list) else [])
+            self.calls += calls if isinstance(calls, list) else []
+            self.raised = raised if isinstance(raised, list) else []
+            opened = body.get("opened")
+            self.opened = opened if isinstance(opened, list) else []
         else:
             self.problem = f"sent an unknown message {kind!r}"
 
@@ -190,7 +210,15 @@ class _Process:
             "peer": self.peer,
             "ended": self.ended,
             "problem": self.problem or self._late_problem() or None,
-            **self.record,
+            "lines": {
+                rel: sorted(n for n in nums if isinstance(n, int))
+                for rel, nums in self.lines.items()
+            },
+            "calls": self.calls,
+            "raised": self.raised,
+            "spawned": self.spawned,
+            "killed": self.killed,
+            "opened": self.opened,
         }
 
     def _late_problem(self) -> str:
@@ -223,7 +251,7 @@ class TraceChannel:
         self._server.listen(128)
         self._server.setblocking(False)
         self._wake_r, self._wake_w = os.pipe()
-        self._closed = False
+        self._closing, self._closed = threading.Lock(), False
         self._thread = threading.Thread(target=self._serve, name="sabench-trace", daemon=True)
 
     def __enter__(self) -> TraceChannel:
@@ -236,10 +264,11 @@ class TraceChannel:
     def close(self) -> None:
         """Stop serving once every connection has ended or after a few seconds: the sandbox's
         processes are gone by now, and their last bytes are already in the socket. Once: a file
-        descriptor closed twice may by then be another thread's."""
-        if self._closed:
-            return
-        self._closed = True
+        descriptor closed twice may be another thread's by then."""
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
         if self._thread.is_alive():
             os.write(self._wake_w, b"x")
             self._thread.join(10)
@@ -309,18 +338,23 @@ def trace_path(executed: Path) -> Path:
 
 def _problems(processes: list[dict[str, Any]]) -> list[str]:
     """Why the record cannot be trusted whole: a process that broke the protocol, one that ended
-    without its record (SIGKILL, a crash in C), a Python interpreter a process started that never
-    said hello (``-I``, ``-S``, a cleared environment)."""
+    without its end and that no process of the run ended (SIGKILL from outside, a crash in C), a
+    Python interpreter a process started that never said hello (``-I``, ``-S``, a cleared
+    environment). A process another one ended (Pool.terminate) sent what it ran as it ran."""
     out = []
     by_parent: dict[Any, int] = {}
+    killed = set()
     for p in processes:
         if p.get("pid") is not None:
             by_parent[p.get("ppid")] = by_parent.get(p.get("ppid"), 0) + 1
+        for entry in p.get("killed") or []:
+            if isinstance(entry, list) and entry:
+                killed.add(entry[0])
     for p in processes:
         name = f"process {p.get('pid', '?')} ({' '.join(map(str, (p.get('argv') or [])[:3]))})"
         if p.get("problem"):
             out.append(f"{name} {p['problem']}")
-        elif p.get("ended") is None:
+        elif p.get("ended") is None and not (p.get("streams") and p.get("pid") in killed):
             out.append(f"{name} ended without sending its record (killed, or crashed in C)")
         spawned = [s for s in p.get("spawned") or [] if isinstance(s, list) and s[:1] == ["spawn"]]
         if len(spawned) > by_parent.get(p.get("pid"), 0):

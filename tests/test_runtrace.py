@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -355,8 +356,11 @@ def test_wrapping_records_first_calls_and_leaves_the_rest(
 CALL = {"module": "m", "function": "f", "args": {"x": 1}, "kwargs": {}, "result": 2}
 
 
-def _hello(pid: int, ppid: int = 0, recorder: str = "sys.monitoring") -> dict:
-    return {"hello": {"pid": pid, "ppid": ppid, "argv": ["main.py"], "recorder": recorder}}
+def _hello(
+    pid: int, ppid: int = 0, recorder: str = "sys.monitoring", streams: bool = False
+) -> dict:
+    hello = {"pid": pid, "ppid": ppid, "argv": ["main.py"], "recorder": recorder}
+    return {"hello": {**hello, "streams": streams}}
 
 
 def _bye(how: str = "exit", **record: object) -> dict:
@@ -414,9 +418,14 @@ def test_the_channel_merges_what_each_process_sent(tmp_path: Path) -> None:
     assert with_lines(None, tmp_path) is None
     assert with_lines({"status": "ok"}, tmp_path) == {"status": "ok"}
     spawn = ["spawn", "/env/bin/python", ["python", "b.py"]]
+    # lines and calls sent as they run (sys.monitoring), then again in the bye: merged once
     parent = [
-        _hello(10),
-        _bye(lines={"a.py": [3, 1]}, calls=[CALL, {"function": "g"}], spawned=[spawn]),
+        _hello(10, streams=True),
+        {"line": ["a.py", 3]},
+        {"call": CALL},
+        {"call": {"function": "g"}},
+        {"spawned": spawn},
+        _bye(lines={"a.py": [3, 1]}),
     ]
     lines = {"a.py": [2], "b/c.py": [5], "/etc/x.py": [1], "d.py": [0, True, 4]}
     opened = ["config.yaml", "data/x.csv"]
@@ -468,7 +477,7 @@ def test_the_channel_merges_what_each_process_sent(tmp_path: Path) -> None:
         # a second connection while the process's own is open: a record it did not run
         ([[_hello(1), _bye()], [_hello(2), _bye(lines={"a.py": [1]})]], "second connection"),
         (
-            [[_hello(1), _bye(spawned=[["spawn", "python3", ["python3", "-I", "x.py"]]])]],
+            [[_hello(1), {"spawned": ["spawn", "python3", ["python3", "-I", "x.py"]]}, _bye()]],
             "started a Python that sent no trace: python3 -I x.py",
         ),
     ],
@@ -481,15 +490,44 @@ def test_a_record_not_whole_is_a_problem(
     assert problem in trace.problems[0]
 
 
+def test_a_process_another_one_ended_has_sent_what_it_ran(tmp_path: Path) -> None:
+    """Pool.terminate: a worker ended by SIGTERM sends no end of its own. One that sent its lines
+    as they ran (sys.monitoring) is whole, when a process of the run says it ended it; one that
+    sends them at its end only, or that nobody ended, is cut short."""
+    parent = [_hello(10), {"killed": [11, 15]}, {"killed": [12, 15]}, _bye()]
+    worker = [_hello(11, ppid=10, streams=True), {"line": ["w.py", 2]}]
+    trace = _channel_trace(tmp_path, [parent], [worker])
+    assert trace is not None and trace.problems == () and trace.lines == {"w.py": frozenset({2})}
+    batch = [_hello(12, ppid=10, recorder="coverage 7.18.0"), {"line": ["w.py", 2]}]
+    unended = [_hello(13, ppid=10, streams=True), {"line": ["w.py", 2]}]
+    trace = _channel_trace(tmp_path, [parent], [batch], [unended])
+    assert trace is not None and len(trace.problems) == 2
+    assert all("ended without sending its record" in p for p in trace.problems)
+
+
 def test_an_exec_speaks_again_on_a_new_connection(tmp_path: Path) -> None:
     """exec replaces the program, not the process: its record ends ``exec`` and the new program
     says hello from the same pid; no problem."""
     spawn = ["exec", "/env/bin/python", ["python", "next.py"]]
-    first = [_hello(1), _bye("exec", lines={"a.py": [1]}, spawned=[spawn])]
+    first = [_hello(1), {"spawned": spawn}, _bye("exec", lines={"a.py": [1]})]
     second = [_hello(1), _bye(lines={"next.py": [1]})]
     trace = _channel_trace(tmp_path, [first, second])
     assert trace is not None and trace.problems == () and trace.processes == 2
     assert set(trace.lines) == {"a.py", "next.py"}
+
+
+def test_closing_a_channel_twice_closes_nothing_of_anyone_else() -> None:
+    """The execute step closes its channel, then leaves its ``with``: the second close must not
+    close the descriptors its first freed, by then another thread's (runs in parallel threads)."""
+    with TraceChannel() as channel:
+        channel.close()
+        read_end, write_end = os.pipe()  # the lowest free numbers: the channel's wake pipe's
+    try:
+        os.write(write_end, b"x")
+        assert os.read(read_end, 1) == b"x"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def test_a_trace_that_does_not_read_is_a_problem(

@@ -39,10 +39,12 @@ from typing import Any
 
 from sabench.sandbox import SUBMISSION_TARGET, RunResult, Sandbox, SandboxSpec
 from sabench.sandbox.common import (
+    TERM_GRACE_S,
     XFSZ_MESSAGE,
     LogCapture,
     access_faults,
     classify,
+    end_group,
     exit_code,
     kill_group,
     share_read_only,
@@ -324,6 +326,8 @@ class ApptainerSandbox(Sandbox):
         reader = capture.start_reader(proc.stdout.fileno())
         waited = wait_or_end(proc.pid, spec.time_limit_s)
         timed_out = waited is None
+        if timed_out:  # SIGTERM, TERM_GRACE_S to end as they would, then SIGKILL
+            waited = end_group(proc.pid)
         kill_group(proc.pid)
         if waited is None:
             waited = wait_for_exit(proc.pid, None)
@@ -361,7 +365,8 @@ class ApptainerSandbox(Sandbox):
         elif status == "output_limit":
             parts.append(f"output exceeded output_limit_mb={spec.output_limit_mb}")
         enforcement = {
-            "time": "wall clock; SIGKILL of the process group (+ RLIMIT_CPU backstop)",
+            "time": f"wall clock; SIGTERM of the process group, SIGKILL {TERM_GRACE_S:g} s later "
+            "(+ RLIMIT_CPU backstop)",
             "output": "RLIMIT_FSIZE per file + total size checked after the run",
             "memory": "apptainer --memory (cgroup)"
             if _opt(spec, "apptainer_limits", True)

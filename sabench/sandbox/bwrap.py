@@ -31,6 +31,7 @@ from sabench.sandbox.common import (
     SANDBOX_UID,
     SANDBOX_USER,
     SYSTEM_PATH,
+    TERM_GRACE_S,
     XFSZ_MESSAGE,
     LogCapture,
     PythonEnv,
@@ -312,7 +313,10 @@ class BwrapSandbox(Sandbox):
                     "RLIMIT_AS (address space; no cgroup)" if not spec.gpus else "NOT enforced"
                 )
                 enforcement["pids"] = "NOT enforced (no cgroup; RLIMIT_NPROC is per user)"
-            enforcement["time"] = "wall clock; SIGKILL of the sandbox's pid 1 ends its namespace"
+            enforcement["time"] = (
+                f"wall clock; SIGTERM of the run's processes, {TERM_GRACE_S:g} s later SIGKILL of "
+                "the sandbox's pid 1 (it ends its namespace)"
+            )
             stage_dir = control / "stage"
             stage_dir.mkdir()
             etc = _etc_files(control, spec.network)
@@ -339,6 +343,7 @@ class BwrapSandbox(Sandbox):
                 "cgroup_procs": cgroup.procs_files if cgroup else [],
                 "rlimits": rlimits,
                 "time_limit_s": spec.time_limit_s,
+                "term_grace_s": TERM_GRACE_S,
                 "status_path": str(control / "status.json"),
                 "result_path": str(control / "result.json"),
             }

@@ -291,10 +291,34 @@ def tree_bytes(root: Path) -> int:
     return total
 
 
+#: At a time limit a run's processes get SIGTERM, then this long to end as they would (send their
+#: trace, save what a program saves on SIGTERM) before SIGKILL: a timed-out run is a failed run
+#: with its record, never one cut off without it.
+TERM_GRACE_S = 5.0
+
+
 def kill_group(pgid: int) -> None:
     """SIGKILL a process group, ignoring one that is already gone."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def end_group(pid: int, grace_s: float = TERM_GRACE_S) -> tuple[int, resource.struct_rusage] | None:
+    """At a time limit: SIGTERM the process group led by child ``pid``, wait up to ``grace_s`` for
+    the group to end, then SIGKILL what is left. The leader's (status, rusage) when it ended
+    within the grace, else None (it is killed, not reaped)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    waited = wait_for_exit(pid, grace_s)
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)  # a process of the group still runs
+        except (ProcessLookupError, PermissionError):
+            break
+        time.sleep(0.05)
+    kill_group(pid)
+    return waited
 
 
 def wait_or_end(pid: int, timeout: float | None) -> tuple[int, resource.struct_rusage] | None:

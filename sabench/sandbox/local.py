@@ -22,11 +22,13 @@ from pathlib import Path
 
 from sabench.sandbox import RunResult, Sandbox, SandboxSpec
 from sabench.sandbox.common import (
+    TERM_GRACE_S,
     XFSZ_MESSAGE,
     LogCapture,
     PythonEnv,
     base_env,
     classify,
+    end_group,
     exit_code,
     kill_group,
     looks_like_oom,
@@ -118,7 +120,8 @@ class LocalSandbox(Sandbox):
             "RLIMIT_CPU": int(spec.time_limit_s * (os.cpu_count() or 1)) + 10,
         }
         enforcement = {
-            "time": "wall clock; SIGKILL of the process group (+ RLIMIT_CPU backstop)",
+            "time": f"wall clock; SIGTERM of the process group, SIGKILL {TERM_GRACE_S:g} s later "
+            "(+ RLIMIT_CPU backstop)",
             "output": "RLIMIT_FSIZE per file + total size checked after the run",
         }
         if spec.gpus:
@@ -150,7 +153,9 @@ class LocalSandbox(Sandbox):
         reader = capture.start_reader(proc.stdout.fileno())
         waited = wait_or_end(proc.pid, spec.time_limit_s)
         timed_out = waited is None
-        kill_group(proc.pid)  # at the time limit, and stragglers left in the background after it
+        if timed_out:  # SIGTERM, TERM_GRACE_S to end as they would, then SIGKILL
+            waited = end_group(proc.pid)
+        kill_group(proc.pid)  # stragglers left in the background after the run
         if waited is None:
             waited = wait_for_exit(proc.pid, None)
         assert waited is not None

@@ -228,6 +228,63 @@ def _wait(pid: int, timeout: float | None) -> tuple[int, Any] | None:
         time.sleep(0.02)
 
 
+def _children() -> dict[int, list[int]]:
+    """Every process's children, read off /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs (neither gone nor a zombie awaiting its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _end_sandbox(proc: subprocess.Popen[bytes], status_path: str, grace_s: float) -> Any:
+    """At the time limit: SIGTERM to every process of the run, ``grace_s`` for them to end as they
+    would (send their trace, save their work), then SIGKILL of the sandbox's pid 1, which ends its
+    namespace, and of bwrap; bwrap's wait result. The command pid 1 started (reproduce.sh's shell)
+    is stopped meanwhile when processes run below it: it neither goes on to its next command nor
+    ends, and with it the sandbox, before they have. Every process of the run is below pid 1 (its
+    own pid namespace: orphans too)."""
+    pid1 = [int(d["child-pid"]) for d in _status_docs(status_path) if "child-pid" in d]
+    children = _children()
+    termed = []
+    for top in (p for root in pid1 for p in children.get(root, [])):
+        below, todo = [], [top]
+        while todo:
+            for pid in children.get(todo.pop(), []):
+                below.append(pid)
+                todo.append(pid)
+        with contextlib.suppress(OSError):
+            os.kill(top, signal.SIGSTOP if below else signal.SIGTERM)
+        termed += below if below else [top]
+    for pid in termed:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while any(_running(p) for p in termed) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pid1:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.kill(proc.pid, signal.SIGKILL)
+    return _wait(proc.pid, None)
+
+
 def _run_bwrap(plan: dict[str, Any], submission: str, result: dict[str, Any]) -> None:
     status_path = plan["status_path"]
     status_fd = os.open(status_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -257,13 +314,7 @@ def _run_bwrap(plan: dict[str, Any], submission: str, result: dict[str, Any]) ->
     waited = _wait(proc.pid, plan["time_limit_s"])
     if waited is None:
         result["timed_out"] = True
-        for doc in _status_docs(status_path):  # the sandbox's pid 1: killing it ends the namespace
-            if "child-pid" in doc:
-                with contextlib.suppress(OSError):
-                    os.kill(int(doc["child-pid"]), signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            os.kill(proc.pid, signal.SIGKILL)
-        waited = _wait(proc.pid, None)
+        waited = _end_sandbox(proc, status_path, float(plan["term_grace_s"]))
     assert waited is not None
     status, usage = waited
     proc.returncode = os.waitstatus_to_exitcode(status)

@@ -3,10 +3,11 @@
 # sitecustomize.py after sabench/checks/sandbox_wire.py by sabench.runtrace.install_site: the lines
 # of the submission's files that ran and the first calls of their module-level functions, sent to
 # the trace channel (a unix socket that sabench holds outside the sandbox, sabench.runtrace): a
-# hello when the process starts, the record when it ends (exit, os._exit, SIGTERM, exec). Nothing
-# is written where the run can reach it. Before 3.12 its calls are recorded by trace_wrapping.py,
-# placed before it. Standard library, Python 3.8-3.14; its own failures are swallowed: the program
-# it rides in must run exactly as it would without it.
+# hello when the process starts, lines and calls as they run (sys.monitoring: a process killed at
+# any moment has sent what it ran), its end (exit, os._exit, exec; SIGTERM where the record comes
+# only at the end). Nothing is written where the run can reach it. Before 3.12 its calls are
+# recorded by trace_wrapping.py, placed before it. Standard library, Python 3.8-3.14; its own
+# failures are swallowed: the program it rides in must run exactly as it would without it.
 import os as _os
 import sys as _sys
 
@@ -160,6 +161,11 @@ class _Recorder:
         self.seen = {}  # code -> calls started so far (targets), or -1 (not a target)
         self.pending = {}  # frame -> the call record awaiting its result
         self.written = False
+        #: lines and calls sent as they happen (sys.monitoring): a process killed at any moment
+        #: has sent what it ran; the others send theirs at the end (and on SIGTERM: _terminated)
+        self.streams = False
+        self.sending = False  # the record is on its way: a SIGTERM now waits for it (_terminated)
+        self.ending = False  # a SIGTERM came while it was: the process ends once it is sent
         self.spawned = []  # Python interpreters this process started: [kind, executable, argv]
         self.last_popen = None
         self.opened = {}  # the submission's files this process opened, relative to the root
@@ -275,9 +281,11 @@ class _Recorder:
             except BaseException:
                 return disable
 
-        def on_line(code, line):
+        def on_line(code, line):  # each line once: sent as it first runs (see _Recorder.write)
             try:
-                lines[relpath(code.co_filename)].add(line)
+                rel = relpath(code.co_filename)
+                lines[rel].add(line)
+                _channel.line(rel, line)
             except BaseException:
                 pass
             return disable
@@ -310,6 +318,7 @@ class _Recorder:
         mon.register_callback(tool, ev.PY_UNWIND, on_unwind)
         mon.set_events(tool, ev.PY_START)
         self.name = "sys.monitoring"
+        self.streams = True
 
         def after_fork():  # events disabled in the parent fire again for the child's own record
             watched.clear()
@@ -352,6 +361,8 @@ class _Recorder:
             size = len(json.dumps(record))
             if self.call_bytes + size <= _MAX_CALL_BYTES:
                 self.calls.append(record)
+                if self.streams:
+                    _channel.send({"call": record})
             self.call_bytes += size
         except BaseException:
             pass
@@ -417,15 +428,19 @@ class _Recorder:
         """Send the process's record and its end (``how``) on the channel, once."""
         if self.written or self.name is None:
             return
-        self.written = True
-        lines, raised, tb = self.collect_lines(), [], getattr(_sys, "last_traceback", None)
-        while tb is not None:  # the frames of an uncaught exception that ended the process
-            rel = _relpath(tb.tb_frame.f_code.co_filename)
-            raised += [[rel, tb.tb_lineno]] if rel else []
-            tb = tb.tb_next
-        record = {"how": how, "raised": raised, "lines": lines, "calls": self.calls}
-        record["opened"] = sorted(self.opened)
-        _channel.send({"bye": dict(record, spawned=self.spawned)})
+        self.written = self.sending = True
+        try:
+            lines, raised, tb = self.collect_lines(), [], getattr(_sys, "last_traceback", None)
+            while tb is not None:  # the frames of an uncaught exception that ended the process
+                rel = _relpath(tb.tb_frame.f_code.co_filename)
+                raised += [[rel, tb.tb_lineno]] if rel else []
+                tb = tb.tb_next
+            record = {"how": how, "raised": raised, "lines": lines, "opened": sorted(self.opened)}
+            if not self.streams:
+                record["calls"] = self.calls
+            _channel.send({"bye": record})
+        finally:
+            self.sending = False
 
 
 class _Channel:
@@ -433,8 +448,13 @@ class _Channel:
 
     def __init__(self):
         self.sock = None
+        self.lock = None
+        self.names = {}  # relpath -> its JSON text
 
-    def connect(self, recorder):
+    def connect(self, recorder, streams=False):
+        import _thread
+
+        self.lock = _thread.RLock()  # after fork: a lock another thread held stays the parent's
         inherited, self.sock = self.sock, None  # after fork: the parent's connection stays its own
         if inherited is not None:
             try:
@@ -452,6 +472,7 @@ class _Channel:
             argv = [str(a) for a in getattr(_sys, "argv", [])[:64]]
             hello = {"pid": _os.getpid(), "ppid": _os.getppid(), "argv": argv}
             hello.update(recorder=recorder, python="%d.%d.%d" % _sys.version_info[:3])
+            hello.update(streams=streams)
             self.send({"hello": hello})
         except BaseException:
             self.sock = None
@@ -462,10 +483,27 @@ class _Channel:
         try:
             import json
 
-            data = json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n"
-            self.sock.sendall(data)
+            self.sendall(json.dumps(message, separators=(",", ":")).encode("utf-8") + b"\n")
         except BaseException:
             self.sock = None
+
+    def line(self, rel, number):
+        """A line that ran for the first time (sys.monitoring's), as it runs."""
+        if self.sock is None:
+            return
+        try:
+            name = self.names.get(rel)
+            if name is None:
+                import json
+
+                name = self.names[rel] = json.dumps(rel).encode("utf-8")
+            self.sendall(b'{"line":[%s,%d]}\n' % (name, number))
+        except BaseException:
+            self.sock = None
+
+    def sendall(self, data):
+        with self.lock:  # threads send whole messages, one at a time
+            self.sock.sendall(data)
 
 
 _channel = _Channel()
@@ -488,17 +526,58 @@ def _returned(frame, opcodes):
 _recorder = None
 
 
-_sending = []  # non-empty while this process sends its record
-
-
 def _flush(how="exit"):
     try:
         if _recorder is not None:
-            _sending.append(how)
-            try:
-                _recorder.write(how)
-            finally:
-                _sending.clear()
+            _recorder.write(how)
+            if _recorder.ending:
+                _end_by_sigterm()
+    except BaseException:
+        pass
+
+
+def _end_by_sigterm():
+    """End as SIGTERM's default would have ended the process (its record already sent)."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    except ValueError:  # not the main thread: the handler, run there again, ends the process
+        pass
+    _os.kill(_os.getpid(), signal.SIGTERM)
+
+
+def _terminated(signum, frame):  # Pool.terminate, a time limit's first signal
+    if _recorder is not None and _recorder.sending:  # ending already (exit, os._exit): the
+        _recorder.ending = True  # record goes whole first, then the process ends (_flush)
+        return
+    _flush("SIGTERM")
+    _end_by_sigterm()
+
+
+_held = []  # the signal masks _hold_sigterm replaced, to restore
+
+
+def _hold_sigterm():
+    """Hold SIGTERM (block it) while the process says hello on its connection: from before a fork
+    to the child's hello (and the parent's return), and at start. Killed there, a process would
+    leave a connection that never said whose it is (Pool.terminate of workers just started); a
+    SIGTERM held arrives as the mask is restored, the hello sent. (A Python handler for it would
+    lose a signal that comes as a blocking call is entered: Pool.terminate waits forever.)"""
+    try:
+        import signal
+
+        _held.append(signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM}))
+    except BaseException:
+        pass
+
+
+def _release_sigterm():
+    try:
+        if _held:
+            import signal
+
+            signal.pthread_sigmask(signal.SIG_SETMASK, _held.pop())
     except BaseException:
         pass
 
@@ -531,6 +610,10 @@ def _audit(event, args):
             program, argv = args[0], list(args[1])
         elif event == "os.spawn":
             program, argv = args[1], list(args[2])
+        elif event == "os.kill" and _recorder is not None:
+            # a process of the run ended by another (Pool.terminate): it sends no end of its own
+            _channel.send({"killed": [int(args[0]), int(args[1])]})
+            return
         else:
             return
         if isinstance(program, bytes):
@@ -543,6 +626,7 @@ def _audit(event, args):
             _recorder.last_popen = entry if event == "subprocess.Popen" else None
             if once and len(_recorder.spawned) < _MAX_SPAWNS:
                 _recorder.spawned.append(entry)
+                _channel.send({"spawned": entry})
             if kind == "exec":
                 _flush("exec")
     except BaseException:
@@ -558,20 +642,9 @@ def _install():
     if recorder.name is None:
         return
     _recorder = recorder
-    import signal
-
-    # before the hello: a process that said hello always has the handler that sends its end
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-
-        def _terminated(signum, frame):  # Pool.terminate, a time limit's first signal
-            if _sending:  # already ending: its record goes out whole, then it exits
-                return
-            _flush("SIGTERM")
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            _os.kill(_os.getpid(), signal.SIGTERM)
-
-        signal.signal(signal.SIGTERM, _terminated)
-    _channel.connect(recorder.name)
+    _hold_sigterm()
+    _channel.connect(recorder.name, recorder.streams)
+    _release_sigterm()
     __import__("atexit").register(_flush)
     real_exit = _os._exit
 
@@ -581,16 +654,26 @@ def _install():
 
     _os._exit = _exit
     _sys.addaudithook(_audit)
+    import signal
+
+    # a recorder that streams needs no handler: a Python-level one can lose the signal (it comes
+    # as a blocking call is entered: a Pool worker then never ends, and Pool.terminate waits);
+    # the others' records come at the end, so they take that risk (before Python 3.12)
+    if not recorder.streams and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
 
     def in_child():
         try:
             recorder.reset_in_child()
-            _channel.connect(recorder.name)
+            _channel.connect(recorder.name, recorder.streams)
         except BaseException:
             pass
+        _release_sigterm()
 
     if hasattr(_os, "register_at_fork"):
-        _os.register_at_fork(after_in_child=in_child)
+        _os.register_at_fork(
+            before=_hold_sigterm, after_in_parent=_release_sigterm, after_in_child=in_child
+        )
 
 
 def _salted(seed):
