@@ -377,10 +377,16 @@ def judge_verdicts(wildcards):
 
 
 def by_wildcard(name, values):
-    """A constant when every key has the same value, else a lookup by the wildcard ``name``."""
+    """A constant when every key has the same value, else a lookup by the wildcard ``name``.
+
+    A string holding a brace stays a lookup: Snakemake fills wildcards into a constant string
+    param (a replay agent's ``path: .../{paper}``), never into what a callable returns, and the
+    recorded params must not depend on whether a command line narrowed the grid to one agent.
+    """
     distinct = {repr(v) for v in values.values()}
-    if len(distinct) == 1:
-        return next(iter(values.values()))
+    constant = next(iter(values.values()), None)
+    if len(distinct) == 1 and not (isinstance(constant, str) and "{" in constant):
+        return constant
     return of_wildcards(lambda wildcards: values[wildcards[name]])
 
 
