@@ -28,6 +28,10 @@ def on_start(settings: Any, workflow: Any) -> None:
 
     acquire_results(settings.results)  # first: one writer per results folder (sabench.locks)
     problems = missing_api_keys(settings)
+    if not problems:
+        from sabench.llm.endpoint import silent_servers
+
+        problems = silent_servers(model_servers(settings, _jobs_to_run(workflow)))
     if problems:
         for line in problems:
             print(f"error: {line}", file=sys.stderr)
@@ -242,6 +246,54 @@ def missing_api_keys(settings: Any) -> list[str]:
             "saus_extraction.settings.api_key_env",
         )
     return problems
+
+
+def _jobs_to_run(workflow: Any) -> list[tuple[str, dict[str, str]]]:
+    """(rule, wildcards) of every job this invocation runs."""
+    return [(job.rule.name, dict(job.wildcards)) for job in workflow.dag.needrun_jobs()]
+
+
+#: Rules whose jobs ask the configured judges' models (``sabench.judges``, ``sabench.drift``).
+JUDGING_RULES = ("judge", "judge_batch", "drift")
+
+
+def model_servers(
+    settings: Any, jobs: Iterable[tuple[str, Mapping[str, str]]]
+) -> list[tuple[str, str]]:
+    """(who, api_base) of every model server the jobs about to run will call: an agent's when
+    its reproduce job runs, a judge's when it judges, the SAU extractor's when it extracts."""
+    from sabench.grid import judge_slug
+
+    config = settings.config
+    agents, judging, extracting = set(), set(), False
+    for rule, wildcards in jobs:
+        if rule == "reproduce":
+            agents.add(wildcards.get("agent"))
+        elif rule == "judge":
+            judging.add(wildcards.get("judge"))
+        elif rule in JUDGING_RULES:
+            judging.update(judge_slug(j) for j in config["judge_settings"])
+            judging.update(judge_slug(j) for j in settings.judges)
+        elif rule == "saus_extract":
+            extracting = True
+    servers = [
+        (f"agent {name}", agent["api_base"])
+        for name, agent in settings.agents.items()
+        if name in agents and agent.get("api_base")
+    ]
+    judges = list(settings.judges) + list((config.get("drift") or {}).get("judges") or [])
+    for judge in dict.fromkeys(judges):
+        base = (config["judge_settings"].get(judge) or {}).get("api_base")
+        kind = judge_kind(judge)
+        if base and kind is not None and kind.model and judge_slug(judge) in judging:
+            servers.append((f"judge {judge}", base))
+    extraction = config.get("saus_extraction") or {}
+    extractor = extraction.get("extractor")
+    if extracting and extractor:
+        merged = {**config["judge_settings"].get(extractor, {}), **extraction.get("settings", {})}
+        if merged.get("api_base"):
+            servers.append((f"saus_extraction {extractor}", merged["api_base"]))
+    return servers
 
 
 def tabulate_what_completed(settings: Any, workflow: Any) -> None:
