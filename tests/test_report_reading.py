@@ -64,6 +64,13 @@ def test_a_score_says_judged_of_all_and_counts_an_sau_once(tmp_path: Path) -> No
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "n = 2 papers · 4 of 6 SAUs" in page and "n = 2 papers · 2 of 3 SAUs" in page
     assert "n = 1 paper · 1 of 2 SAUs" in page
+    # the downloaded table carries the same n as the page, for every score
+    download = pd.read_csv(out / "site" / "data" / "scores_by_agent.csv")
+    counts = download.set_index(["agent", "judge", "dimension"])[["n_saus", "n_saus_total"]]
+    assert tuple(counts.loc[("A", "reference", "overall")]) == (4, 6)
+    assert tuple(counts.loc[("A", "reference", "D3")]) == (1, 2)
+    parquet = pd.read_parquet(out / "site" / "data" / "scores_by_agent.parquet")
+    assert {"n_saus", "n_saus_total"} <= set(parquet.columns)
     assert "an SAU judged in several seeds counts once" in page
     agent = (out / "site" / "agents" / "A.html").read_text(encoding="utf-8")
     assert "n = 2 papers · 4 of 6 SAUs" in agent and 'title="over 2 papers; the judge' in agent
