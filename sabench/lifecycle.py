@@ -253,10 +253,6 @@ def _jobs_to_run(workflow: Any) -> list[tuple[str, dict[str, str]]]:
     return [(job.rule.name, dict(job.wildcards)) for job in workflow.dag.needrun_jobs()]
 
 
-#: Rules whose jobs ask the configured judges' models (``sabench.judges``, ``sabench.drift``).
-JUDGING_RULES = ("judge", "judge_batch", "drift")
-
-
 def model_servers(
     settings: Any, jobs: Iterable[tuple[str, Mapping[str, str]]]
 ) -> list[tuple[str, str]]:
@@ -265,15 +261,15 @@ def model_servers(
     from sabench.grid import judge_slug
 
     config = settings.config
+    drift_judges = list((config.get("drift") or {}).get("judges") or [])
     agents, judging, extracting = set(), set(), False
     for rule, wildcards in jobs:
         if rule == "reproduce":
             agents.add(wildcards.get("agent"))
         elif rule == "judge":
             judging.add(wildcards.get("judge"))
-        elif rule in JUDGING_RULES:
-            judging.update(judge_slug(j) for j in config["judge_settings"])
-            judging.update(judge_slug(j) for j in settings.judges)
+        elif rule == "drift":  # re-judges the mutants with the drift judges
+            judging.update(judge_slug(j) for j in drift_judges)
         elif rule == "saus_extract":
             extracting = True
     servers = [
@@ -281,8 +277,7 @@ def model_servers(
         for name, agent in settings.agents.items()
         if name in agents and agent.get("api_base")
     ]
-    judges = list(settings.judges) + list((config.get("drift") or {}).get("judges") or [])
-    for judge in dict.fromkeys(judges):
+    for judge in dict.fromkeys([*settings.judges, *drift_judges]):
         base = (config["judge_settings"].get(judge) or {}).get("api_base")
         kind = judge_kind(judge)
         if base and kind is not None and kind.model and judge_slug(judge) in judging:
