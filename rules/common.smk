@@ -215,6 +215,13 @@ for _slug, _judge in JUDGE_BY_SLUG.items():
         ),
     )
 JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
+# The runs a command line narrowed the grid to, for the aggregate's .incomplete marker: in the
+# command, not a param, so that narrowing the grid or not is no reason to make the tables again.
+RUNS_NOW_ARG = (
+    f" --runs-now {shell_json({'runs': pack_runs(SETTINGS.runs)})}"
+    if SETTINGS.runs != SETTINGS.grid_runs
+    else ""
+)
 
 # Batched steps (docs/architecture.md): cheap steps of one paper's runs share a job. Every paper
 # has the same runs (agent, seed) of the agents that run every paper; an agent scoped to some

@@ -309,6 +309,7 @@ def tabulate_what_completed(settings: Any, workflow: Any) -> None:
             settings.grid_papers,
             judges=settings.judges,
             execute=settings.config["runtime"].get("execute", True),
+            runs_now=settings.runs if settings.runs != settings.grid_runs else None,
         )
         if "report" in planned:
             from sabench.report import make_report, read_tables
