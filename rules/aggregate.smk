@@ -32,7 +32,7 @@ rule aggregate:
         ),
     shell:
         f"{PYTHON} -m sabench.aggregate --results {shlex.quote(R)}"
-        " --grid {params.grid:q} > {log:q} 2>&1"
+        f" --grid {{params.grid:q}}{RUNS_NOW_ARG} > {{log:q}} 2>&1"
 
 
 rule report:

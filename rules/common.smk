@@ -215,6 +215,13 @@ for _slug, _judge in JUDGE_BY_SLUG.items():
         ),
     )
 JUDGE_OPERATIONAL_ARG = shell_json(_judge_operational)
+# The runs a command line narrowed the grid to, for the aggregate's .incomplete marker: in the
+# command, not a param, so that narrowing the grid or not is no reason to make the tables again.
+RUNS_NOW_ARG = (
+    f" --runs-now {shell_json({'runs': pack_runs(SETTINGS.runs)})}"
+    if SETTINGS.runs != SETTINGS.grid_runs
+    else ""
+)
 
 # Batched steps (docs/architecture.md): cheap steps of one paper's runs share a job. Every paper
 # has the same runs (agent, seed) of the agents that run every paper; an agent scoped to some
@@ -377,10 +384,16 @@ def judge_verdicts(wildcards):
 
 
 def by_wildcard(name, values):
-    """A constant when every key has the same value, else a lookup by the wildcard ``name``."""
+    """A constant when every key has the same value, else a lookup by the wildcard ``name``.
+
+    A string holding a brace stays a lookup: Snakemake fills wildcards into a constant string
+    param (a replay agent's ``path: .../{paper}``), never into what a callable returns, and the
+    recorded params must not depend on whether a command line narrowed the grid to one agent.
+    """
     distinct = {repr(v) for v in values.values()}
-    if len(distinct) == 1:
-        return next(iter(values.values()))
+    constant = next(iter(values.values()), None)
+    if len(distinct) == 1 and not (isinstance(constant, str) and "{" in constant):
+        return constant
     return of_wildcards(lambda wildcards: values[wildcards[name]])
 
 

@@ -198,3 +198,84 @@ def ground(
     words = [w for w in _words(claim) if len(w) > 3 or any(c.isdigit() for c in w)]
     share = sum(w in paper.vocab for w in words) / len(words) if words else 0.0
     return Grounding(share >= MIN_WORD_SHARE, pos)
+
+
+#: Where a sentence of a paragraph ends: after . ! or ? before a capital, a quote or a backtick.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\"'*])")
+#: Share of a claim's words the sentence shown for it must hold (:func:`claim_sentence`).
+MIN_SENTENCE_SHARE = 0.25
+#: Words that say nothing of what a sentence is about.
+_FUNCTION_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "with",
+    ]
+)
+#: A markdown heading line: its level and title.
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+#: A place's kind before its name ("Section 2", "§ 3.1"): dropped to match a heading's title.
+_PLACE_KIND = re.compile(r"^(?:sections?|secs?\.?|§)\s*", re.IGNORECASE)
+
+
+def _section(text: str, place: str) -> str | None:
+    """The part of ``text`` under the heading ``place`` names ("2 Method" -> "## 2 Method" up
+    to the next heading of its level or above), or None when no heading starts with it."""
+    wanted = normalize(_PLACE_KIND.sub("", place.strip()))
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = _HEADING.match(line.strip())
+        if not m or not wanted:
+            continue
+        title = normalize(m.group(2))
+        if title != wanted and not title.startswith(wanted + " "):
+            continue
+        level, body = len(m.group(1)), []
+        for other in lines[i + 1 :]:
+            heading = _HEADING.match(other.strip())
+            if heading and len(heading.group(1)) <= level:
+                break
+            body.append(other)
+        return "\n".join(body)
+    return None
+
+
+def claim_sentence(claim: str, place: str, text: str) -> str | None:
+    """The paper's sentence that says what ``claim`` says, for an SAU whose source names a place
+    (``2 Method``) instead of quoting: the sentence under that heading (else anywhere) holding
+    the largest share of the claim's words, as the paper writes it (a paragraph's whitespace made
+    single spaces), or None when none holds a quarter of them. Headings and table rows are no
+    sentences; a formula's names count as words (``grad_w`` is ``grad`` and ``w``)."""
+    words = set(_words(claim)) - _FUNCTION_WORDS
+    if not words:
+        return None
+    best, best_share = None, 0.0
+    for para in re.split(r"\n\s*\n", _section(text, place) or text):
+        lines = [ln for ln in para.strip().split("\n") if not _HEADING.match(ln.strip())]
+        if not lines or lines[0].lstrip().startswith("|"):
+            continue
+        for sentence in _SENTENCE_END.split(" ".join(" ".join(lines).split())):
+            share = len(words & set(_words(sentence))) / len(words)
+            if share > best_share:
+                best, best_share = sentence, share
+    return best if best_share >= MIN_SENTENCE_SHARE else None

@@ -29,6 +29,10 @@ def on_start(settings: Any, workflow: Any) -> None:
 
     acquire_results(settings.results)  # first: one writer per results folder (sabench.locks)
     problems = preflight(workflow) + missing_api_keys(settings)  # Slurm answers (sabench.cluster)
+    if not problems:
+        from sabench.llm.endpoint import silent_servers
+
+        problems = silent_servers(model_servers(settings, _jobs_to_run(workflow)))
     if problems:
         for line in problems:
             print(f"error: {line}", file=sys.stderr)
@@ -295,6 +299,49 @@ def missing_api_keys(settings: Any) -> list[str]:
     return problems
 
 
+def _jobs_to_run(workflow: Any) -> list[tuple[str, dict[str, str]]]:
+    """(rule, wildcards) of every job this invocation runs."""
+    return [(job.rule.name, dict(job.wildcards)) for job in workflow.dag.needrun_jobs()]
+
+
+def model_servers(
+    settings: Any, jobs: Iterable[tuple[str, Mapping[str, str]]]
+) -> list[tuple[str, str]]:
+    """(who, api_base) of every model server the jobs about to run will call: an agent's when
+    its reproduce job runs, a judge's when it judges, the SAU extractor's when it extracts."""
+    from sabench.grid import judge_slug
+
+    config = settings.config
+    drift_judges = list((config.get("drift") or {}).get("judges") or [])
+    agents, judging, extracting = set(), set(), False
+    for rule, wildcards in jobs:
+        if rule == "reproduce":
+            agents.add(wildcards.get("agent"))
+        elif rule == "judge":
+            judging.add(wildcards.get("judge"))
+        elif rule == "drift":  # re-judges the mutants with the drift judges
+            judging.update(judge_slug(j) for j in drift_judges)
+        elif rule == "saus_extract":
+            extracting = True
+    servers = [
+        (f"agent {name}", agent["api_base"])
+        for name, agent in settings.agents.items()
+        if name in agents and agent.get("api_base")
+    ]
+    for judge in dict.fromkeys([*settings.judges, *drift_judges]):
+        base = (config["judge_settings"].get(judge) or {}).get("api_base")
+        kind = judge_kind(judge)
+        if base and kind is not None and kind.model and judge_slug(judge) in judging:
+            servers.append((f"judge {judge}", base))
+    extraction = config.get("saus_extraction") or {}
+    extractor = extraction.get("extractor")
+    if extracting and extractor:
+        merged = {**config["judge_settings"].get(extractor, {}), **extraction.get("settings", {})}
+        if merged.get("api_base"):
+            servers.append((f"saus_extraction {extractor}", merged["api_base"]))
+    return servers
+
+
 def tabulate_what_completed(settings: Any, workflow: Any) -> None:
     """Jobs failed (keep-going ran the rest): when this run was to make the tables, make them from
     the runs that completed, naming the others, so that one broken paper or one outage costs those
@@ -313,6 +360,7 @@ def tabulate_what_completed(settings: Any, workflow: Any) -> None:
             settings.grid_papers,
             judges=settings.judges,
             execute=settings.config["runtime"].get("execute", True),
+            runs_now=settings.runs if settings.runs != settings.grid_runs else None,
         )
         if "report" in planned:
             from sabench.report import make_report, read_tables

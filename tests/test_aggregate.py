@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -369,6 +370,21 @@ def test_incomplete_tables_leave_a_marker_for_the_next_run(tmp_path: Path) -> No
     summary = agg.write_tables(root, GRID, list(PAPERS))
     assert marker.is_file() and "Not complete" in summary
     assert (root / "tables" / "summary.md").read_text() == summary
+
+
+def test_runs_a_narrowed_command_left_to_the_grid_leave_no_marker(tmp_path: Path) -> None:
+    """A run never run is redone by the next run of the whole grid anyway: when the command line
+    narrowed the grid to other runs, it leaves no marker (the whole grid would remove it, and its
+    leaving would make the tables once more); a run of the narrowed grid that did not run does."""
+    root = build_tree(tmp_path / "r")
+    marker = root / "tables" / agg.INCOMPLETE_MARKER
+    unrun = ("B", "P2", "0")
+    shutil.rmtree(root.joinpath("runs", *unrun))
+    others = [run for run in GRID if run != unrun]
+    summary = agg.write_tables(root, GRID, list(PAPERS), runs_now=others)
+    assert not marker.exists() and "not_run" in summary
+    agg.write_tables(root, GRID, list(PAPERS), runs_now=[unrun])
+    assert marker.is_file()
 
 
 def test_execution_json_is_optional(tmp_path: Path) -> None:

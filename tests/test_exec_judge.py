@@ -18,7 +18,7 @@ from sabench.checks import (
     run_check,
     tree_digest,
 )
-from sabench.contracts import UNREACHED_CAP
+from sabench.contracts import UNREACHED_CAP, Evidence
 from sabench.errors import UserError
 from sabench.execute import arm_trace, snapshot
 from sabench.faults import Fault
@@ -490,6 +490,26 @@ def test_a_check_passing_on_code_a_failed_run_never_reached_is_at_most_partial(
     assert "never reached `loss` (model.py:4)" in row.reasoning, row.reasoning
     row = judge({"run.py": [1, 2], "model.py": [2, 4, 5, 7]})
     assert (row.verdict, row.score) == ("aligned", 1.0), row.reasoning
+
+
+@pytest.mark.bwrap
+def test_a_verdict_cites_the_submissions_own_lines(executed: Path, runtime: dict) -> None:
+    """The frame of the submission that raised, else the definition the check tests: a failed
+    assertion is the check's own line, and the harness's runner beside the code is no evidence
+    (every verdict cited `.sabench-runner.py:728`, a file the run folder does not keep)."""
+    saus = [
+        sau("s-D2-001", GOOD_CHECK),
+        sau("s-D2-002", L1_CHECK),
+        sau("s-D2-003", "from model import stub\nstub(0)"),
+    ]
+    rows = judge_exec(executed, saus, execution(), executed=executed, runtime=runtime)
+    cited = {r.sau_id: r.evidence for r in rows}
+    loss_def = Evidence("model.py", 4, 5)
+    assert cited == {
+        "s-D2-001": [loss_def],
+        "s-D2-002": [loss_def],
+        "s-D2-003": [Evidence("model.py", 8, 8)],  # the stub's raise
+    }
 
 
 @pytest.mark.bwrap

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -23,6 +24,8 @@ from openai_server import ScriptedServer
 
 from sabench.agents import run_agent
 from sabench.faults import FAULT_EXIT, read_fault
+from sabench.lifecycle import model_servers
+from sabench.llm.endpoint import server_silence, silent_servers
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -252,6 +255,65 @@ def test_a_missing_key_stops_the_grid_before_any_job(tmp_path: Path) -> None:
     ]
     assert not (tmp_path / "results" / "runs").exists(), "no job may have started"
     assert "Traceback" not in proc.stderr
+
+
+def test_a_server_that_does_not_answer_is_named() -> None:
+    """Any HTTP reply is an answer (the scripted server, even a 404 for /models); a closed
+    port is not, and the line names the server without the password in its URL."""
+    with ScriptedServer([]) as server:
+        assert server_silence(server.url) is None
+    port = _closed_port()
+    lines = silent_servers([("agent model", f"http://user:pw@127.0.0.1:{port}/v1")])
+    assert lines == [
+        f"agent model: api_base http://127.0.0.1:{port}/v1 does not answer (connection "
+        "refused): start the model server, or correct api_base"
+    ]
+
+
+@pytest.mark.bwrap
+def test_an_unreachable_provider_fault_names_the_server(
+    tmp_path: Path, runtime: dict, monkeypatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-fault-test-0123456789")
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    _, run_dir = _run_basic(_basic(url, tmp_path), tmp_path, runtime)
+    fault = read_fault(run_dir, "reproduce")
+    assert fault is not None and fault["cause"] == "provider_unreachable"
+    assert f"(api_base {url})" in fault["message"], fault["message"]
+
+
+@pytest.mark.workflow
+def test_a_silent_model_server_stops_the_grid_before_any_job(tmp_path: Path) -> None:
+    """The basic agent's server is down: one line naming it, in seconds, not a fault per run
+    after its retries; the replay agent's runs are not started either (nothing is)."""
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    args = _grid(tmp_path, url)
+    proc = snakemake(*args, env={KEY_ENV: "sk-fault-test-0123456789"})
+    assert proc.returncode != 0
+    errors = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("error:")]
+    assert errors == [
+        f"error: agent model: api_base {url} does not answer (connection refused): "
+        "start the model server, or correct api_base"
+    ]
+    assert not (tmp_path / "results" / "runs").exists(), "no job may have started"
+
+
+def test_only_the_servers_of_the_jobs_to_run_are_asked() -> None:
+    """A server is asked only when a job about to run calls it: the model agent's when its run
+    is redone, the LLM judge's when it judges; re-making the tables asks none."""
+    settings = SimpleNamespace(
+        config={"judge_settings": {"llm:openai/m": {"api_base": "http://judge/v1"}}},
+        judges=["static", "llm:openai/m"],
+        agents={"model": {"kind": "basic", "api_base": "http://agent/v1"}, "ref": {}},
+    )
+    assert model_servers(settings, [("reproduce", {"agent": "model"})]) == [
+        ("agent model", "http://agent/v1")
+    ]
+    assert model_servers(settings, [("judge", {"judge": "llm-openai_m"})]) == [
+        ("judge llm:openai/m", "http://judge/v1")
+    ]
+    jobs = [("reproduce", {"agent": "ref"}), ("judge", {"judge": "static"}), ("aggregate", {})]
+    assert model_servers(settings, jobs) == []
 
 
 @pytest.mark.workflow

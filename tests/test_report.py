@@ -433,9 +433,15 @@ def test_tables_to_download_and_the_search_index(rich: tuple[Path, Path], tmp_pa
     data = out / "site" / "data"
     for name in ("judgments", "scores_by_agent", "coverage"):
         source = root / "tables" / f"{name}.parquet"
-        assert (data / f"{name}.parquet").read_bytes() == source.read_bytes()  # the file itself
         csv = pd.read_csv(data / f"{name}.csv")
         assert len(csv) == len(pd.read_parquet(source)), name
+        if name != "scores_by_agent":  # the file itself
+            assert (data / f"{name}.parquet").read_bytes() == source.read_bytes()
+    # the agents' scores: the table's, with the n beside each score on the page
+    scores = pd.read_parquet(data / "scores_by_agent.parquet")
+    table = pd.read_parquet(root / "tables" / "scores_by_agent.parquet")
+    pd.testing.assert_frame_equal(scores.drop(columns=["n_saus", "n_saus_total"]), table)
+    assert (scores["n_saus"] <= scores["n_saus_total"]).all() and scores["n_saus"].gt(0).any()
     evidence = json.loads(pd.read_csv(data / "judgments.csv")["evidence"].dropna().iloc[0])
     assert isinstance(evidence, list) and "file" in evidence[0]  # nested values as JSON
     index = (out / "index.html").read_text(encoding="utf-8")

@@ -64,6 +64,13 @@ def test_a_score_says_judged_of_all_and_counts_an_sau_once(tmp_path: Path) -> No
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "n = 2 papers · 4 of 6 SAUs" in page and "n = 2 papers · 2 of 3 SAUs" in page
     assert "n = 1 paper · 1 of 2 SAUs" in page
+    # the downloaded table carries the same n as the page, for every score
+    download = pd.read_csv(out / "site" / "data" / "scores_by_agent.csv")
+    counts = download.set_index(["agent", "judge", "dimension"])[["n_saus", "n_saus_total"]]
+    assert tuple(counts.loc[("A", "reference", "overall")]) == (4, 6)
+    assert tuple(counts.loc[("A", "reference", "D3")]) == (1, 2)
+    parquet = pd.read_parquet(out / "site" / "data" / "scores_by_agent.parquet")
+    assert {"n_saus", "n_saus_total"} <= set(parquet.columns)
     assert "an SAU judged in several seeds counts once" in page
     agent = (out / "site" / "agents" / "A.html").read_text(encoding="utf-8")
     assert "n = 2 papers · 4 of 6 SAUs" in agent and 'title="over 2 papers; the judge' in agent
@@ -191,3 +198,63 @@ def test_one_is_singular_in_the_pages(
     line = next(ln for ln in (TEMPLATES / template).read_text().splitlines() if line_has in ln)
     text = _env().from_string(line).render(root="", run=("A", "P", "0"), diff_href="", **context)
     assert want in text, text
+
+
+PAPER_MD = """# A Title
+
+**Abstract.** We study `ridge` regression.
+
+## 2 Method
+
+**Model.** We predict `y_hat = X @ w`. The learning rate is 0.05 in every run.
+
+- first item
+- second *item*,
+  continued
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+```
+x = 1  # **not bold**
+```
+
+## 3 Results
+
+The learning rate was 0.05, we found, and the rest was noise.
+"""
+
+
+def test_a_place_shows_the_papers_sentence_and_the_paper_reads_as_text(tmp_path: Path) -> None:
+    """An SAU whose source names a heading ("2 Method") shows and marks the sentence of that
+    section that says its claim, not "## 2 Method"; the paper's page renders its markdown
+    (emphasis, code, lists, tables, code blocks) instead of showing it raw."""
+    from sabench.report_site.extras import paper_text_context
+
+    results = tmp_path / "results"
+    (results / "papers" / "P1").mkdir(parents=True)
+    (results / "papers" / "P1" / "paper.md").write_text(PAPER_MD, encoding="utf-8")
+    row = {"paper": "P1", "sau_id": "s1", "dimension": "D1", "source": "2 Method"}
+    row["claim"] = "The learning rate is 0.05."
+    site = Site({"saus": pd.DataFrame([row])}, Sources(results))
+    sentence = "The learning rate is 0.05 in every run."
+    assert site.quote("P1", row) == sentence  # its section's, though Results says it too
+    assert site.sau_rows("P1", [])[0]["quote"] == sentence
+    context = site.sources.context("P1", sentence)
+    assert context is not None
+    assert context.startswith("<strong>Model.</strong> We predict <code>y_hat = X @ w</code>.")
+    assert context.endswith(f"<mark>{sentence}</mark>")
+    html = paper_text_context(site, "P1")["html"]
+    assert (
+        "<p><strong>Model.</strong> We predict <code>y_hat = X @ w</code>. "
+        f'<mark id="sau-s1" title="s1">{sentence}</mark></p>'
+    ) in html
+    assert "<h3>2 Method</h3>" in html
+    assert "<ul><li>first item</li><li>second <em>item</em>, continued</li></ul>" in html
+    assert "<thead><tr><th>a</th><th>b</th></tr></thead><tbody><tr><td>1</td><td>2</td>" in html
+    assert "<pre><code>x = 1  # **not bold**</code></pre>" in html
+    prose = html.replace("<pre><code>x = 1  # **not bold**</code></pre>", "")
+    assert "**" not in prose and "`" not in prose and "##" not in prose and "|" not in prose
+    # a place no sentence says (no words of the claim in it) shows the place, as before
+    assert site.quote("P1", {**row, "claim": "Momentum is zero."}) == "2 Method"

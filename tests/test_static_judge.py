@@ -451,6 +451,33 @@ def test_a_step_whose_result_is_discarded_is_no_step(tmp_path: Path) -> None:
     assert j.verdict != "aligned", j.reasoning
 
 
+MOVING_AVERAGE = """\
+import json
+
+WINDOW = {window}
+
+
+def moving_average(y, t, window=WINDOW):
+    return sum(y[t - window:t]) / window
+
+
+print(json.dumps({{"ma": moving_average([1.0] * 20, 10)}}))
+"""
+
+
+@pytest.mark.parametrize(("window", "verdict"), [(5, "aligned"), (4, "drifted")])
+def test_a_name_bound_to_the_papers_constant_is_that_constant(
+    tmp_path: Path, window: int, verdict: str
+) -> None:
+    """The code names what the paper writes as a number: `sum(y[t - window:t]) / window` with
+    `window` bound to 5 computes the paper's `sum(y[t-5:t]) / 5` (was: drifted, lacking 5, 5);
+    bound to 4, it differs by the value."""
+    write(tmp_path, {"ma.py": MOVING_AVERAGE.format(window=window)})
+    j = judge_one(tmp_path, "D2", "The moving average is `sum(y[t-5:t]) / 5`.")
+    assert j.verdict == verdict, j.reasoning
+    assert j.evidence and (j.evidence[0].file, j.evidence[0].start) == ("ma.py", 7), j.reasoning
+
+
 def test_formula_with_other_operators_is_drifted(tmp_path: Path) -> None:
     write(tmp_path, {"metrics.py": METRICS})
     j = judge_one(tmp_path, "D2", "The L2 penalty is `lam * sum(w ** 2)` on the weights.")

@@ -301,6 +301,49 @@ def test_narrowing_the_grid_does_not_redo_a_scoped_agents_runs(tmp_path: Path) -
     assert outputs and not redone, redone
 
 
+#: What a run is: its agent's submission, its execution, its judgments. The merge into a run's
+#: judgments.parquet (one job per paper), the tables and the report may be made again when a
+#: command line narrows the grid or stops narrowing it: their set of inputs differs, a rerun
+#: trigger that Snakemake also needs to see the runs a whole grid adds.
+RUN_RULES = {"reproduce", "replay", "execute", "judge", "judge_batch"}
+
+
+def run_jobs(log: str) -> list[tuple[str, str]]:
+    """(rule, wildcards) of every job of RUN_RULES a snakemake log or dry run lists."""
+    jobs = re.findall(r"^\s*(?:local)?rule (\w+):\n(?:\s+\w+:.*\n)*?\s+wildcards: (.*)$", log, re.M)
+    return [(rule, wildcards) for rule, wildcards in jobs if rule in RUN_RULES]
+
+
+def test_narrowed_then_whole_grid_redoes_no_run(tmp_path: Path) -> None:
+    """`--config agents=A papers=P`, then the plain command: the whole grid makes the other runs
+    and does not replay, execute or judge A's run again (a lone agent's path template used to be
+    recorded with {paper} filled in, the grid's without); then neither command redoes a run."""
+    results = tmp_path / "results"
+    configfile = tmp_path / "config.yaml"
+    configfile.write_text(yaml.safe_dump({"results": str(results), "papers": ["ridge-gd"]}))
+    whole = ("--configfile", str(configfile))
+    narrowed = (*whole, "--config", "agents=reference", "papers=ridge-gd")
+    snakemake(*narrowed)
+    log = snakemake(*whole)
+    jobs = run_jobs(log.stdout + log.stderr)
+    assert ("execute", "agent=drifted, paper=ridge-gd, seed=0") in jobs, jobs
+    assert not [j for j in jobs if "agent=reference" in j[1]], jobs
+    for args in (narrowed, whole):
+        dry = snakemake("-n", *args)
+        assert not run_jobs(dry.stdout), dry.stdout[-3000:]
+    # the narrowed run left the rest of the grid to it, not a marker for its tables to make
+    # again: with nothing changed, the whole grid has nothing to do
+    assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout[-3000:]
+
+
+def test_whole_grid_then_narrowed_redoes_no_run(demo: Path) -> None:
+    """After the whole grid, a run narrowed to one agent and one paper redoes none of its runs
+    (recorded under the same settings either way)."""
+    paper = sorted(p.name for p in (REPO / "resources" / "papers").iterdir())[0]
+    dry = snakemake("-n", "--config", f"results={demo}", "agents=reference", f"papers={paper}")
+    assert not run_jobs(dry.stdout), dry.stdout[-3000:]
+
+
 def test_a_one_paper_run_updates_the_grids_tables(demo: Path) -> None:
     """``--config papers=P`` reruns P's jobs only; the tables still cover every paper of the grid."""
     before = pd.read_parquet(demo / "tables" / "scores_by_run.parquet")

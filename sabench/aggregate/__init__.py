@@ -376,9 +376,11 @@ def write_tables(
     *,
     judges: Sequence[str] | None = None,
     execute: bool | None = None,
+    runs_now: Iterable[tuple[str, str, str]] | None = None,
 ) -> str:
     """The tables and ``summary.md`` under ``<results>/tables`` (the aggregate rule, and the
-    workflow's onerror after a failed job); returns the summary."""
+    workflow's onerror after a failed job); returns the summary. ``runs_now``: the runs a
+    command line narrowed ``runs`` to (:func:`sabench.aggregate.read.redoable_runs`)."""
     out = Path(results_root) / "tables"
     tables = aggregate(
         results_root, runs, papers, out, judges=judges, execute=execute, load_judgments=False
@@ -386,7 +388,7 @@ def write_tables(
     summary = summary_markdown(tables)
     write_text(out / "summary.md", summary)
     marker = out / INCOMPLETE_MARKER
-    n_incomplete = redoable_runs(tables["incomplete_runs"])  # sabench.aggregate.read
+    n_incomplete = redoable_runs(tables["incomplete_runs"], runs_now)  # sabench.aggregate.read
     if n_incomplete:
         write_text(
             marker,
@@ -551,6 +553,12 @@ def main(argv: list[str] | None = None) -> int:
         " sabench.grid.pack_runs blocks, papers, judges, execute); without it, the runs found"
         " under --results",
     )
+    parser.add_argument(
+        "--runs-now",
+        type=json_object,
+        help="the runs a command line narrowed the grid to (JSON: runs as sabench.grid.pack_runs"
+        " blocks): the grid's other runs that never ran leave no .incomplete marker",
+    )
     args = parser.parse_args(argv)
     if args.grid is not None:
         if args.out:
@@ -563,6 +571,7 @@ def main(argv: list[str] | None = None) -> int:
                 list(grid["papers"]),
                 judges=list(grid["judges"]),
                 execute=bool(grid["execute"]),
+                runs_now=unpack_runs(args.runs_now["runs"]) if args.runs_now else None,
             )
             log.info("tables in %s\n%s", args.results / "tables", summary)
         return 0

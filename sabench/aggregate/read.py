@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,10 +179,19 @@ def missing_source(folder: Path, submission_hash: str | None) -> str | None:
     return str(record.get("error") or "no submission in the replay source")
 
 
-def redoable_runs(incomplete: pd.DataFrame) -> int:
+def redoable_runs(incomplete: pd.DataFrame, runs_now: Iterable[Run] | None = None) -> int:
     """Runs of ``incomplete_runs`` that the next run of the workflow can redo (not those whose
-    source does not exist): what the tables' ``.incomplete`` marker counts."""
+    source does not exist): what the tables' ``.incomplete`` marker counts. ``runs_now``: the
+    runs a command line narrowed the grid to; the grid's other runs that were never run are not
+    counted (a run of the whole grid makes them anyway, and a marker that the whole grid then
+    removes would change the aggregate's inputs: the next run would make the tables again)."""
     redo = incomplete[~incomplete["cause"].isin(NOT_REDONE_CAUSES)]
+    if runs_now is not None:
+        wanted = {tuple(map(str, run)) for run in runs_now}
+        rows = zip(redo["agent"], redo["paper"], redo["seed"], redo["cause"], strict=True)
+        redo = redo[
+            [cause != "not_run" or (str(a), str(p), str(s)) in wanted for a, p, s, cause in rows]
+        ]
     return len(redo.drop_duplicates(["agent", "paper", "seed"]))
 
 

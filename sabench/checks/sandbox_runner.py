@@ -407,8 +407,9 @@ def in_submission(filename):
 
 
 def where(stack):
+    """The innermost frame in a file of the submission (never this runner, which sits beside it)."""
     for filename, line in reversed(stack):
-        if in_submission(filename):
+        if in_submission(filename) and filename != RUNNER_FILE:
             return [os.path.relpath(filename, SUBMISSION), line]
     return None
 

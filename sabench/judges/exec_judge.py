@@ -228,6 +228,20 @@ def _unused_targets(
     return out
 
 
+def _target_sites(check_text: str, index: CodeIndex) -> list[Evidence]:
+    """Where the submission defines what the check takes from it (:func:`_imported`): the lines
+    a verdict cites when no frame of the submission's own code says more (a failed assertion
+    sits in the check, which the run folder does not keep)."""
+    modules = index.module_files()
+    sites = []
+    for module, name in _imported(check_text):
+        fids = set(modules.get(module, ()))
+        for d in index.definitions:
+            if d.parent is None and d.fid in fids and d.name == name:
+                sites.append(Evidence(index.files[d.fid].path, d.start, d.end))
+    return list(dict.fromkeys(sites))
+
+
 def _check_only(
     check_text: str,
     index: CodeIndex,
@@ -311,19 +325,18 @@ def _is_empty(folder: Path) -> bool:
         return True
 
 
-def _combine(parts: list[tuple[str, Outcome, Evidence | None]]) -> tuple[str, str, list[Evidence]]:
+def _combine(parts: list[tuple[str, Outcome, list[Evidence]]]) -> tuple[str, str, list[Evidence]]:
     kinds = {o.kind for _, o, _ in parts}
     kind = next(k for k in _PRECEDENCE if k in kinds)
     lines = []
     evidence = []
-    for label, outcome, ev in parts:
+    for label, outcome, sites in parts:
         # a cached outcome reads the same (the row's `cached` says so): reruns give equal tables
         text = f"{label} {outcome.kind}: {outcome.detail}".rstrip()
         if outcome.tail and outcome.kind != "pass":
             text += f"\n--- output (tail) ---\n{outcome.tail}"
         lines.append(text)
-        if ev is not None and ev not in evidence:
-            evidence.append(ev)
+        evidence += [ev for ev in sites if ev not in evidence]
     return kind, "\n".join(lines), evidence
 
 
@@ -379,12 +392,12 @@ def judge_exec(
     status_note = source_note or status_note
     limits = {k: cfg[k] for k in DEFAULT_LIMITS}
     spent = 0.0
-    index: CodeIndex | None = None  # built once, when a check passes
+    index: CodeIndex | None = None  # built once, when a check passes or has no site of its own
     judgments = []
     sandbox_faults: list[str] = []
     for sau in todo:
         t0 = time.monotonic()
-        parts: list[tuple[str, Outcome, Evidence | None]] = []
+        parts: list[tuple[str, Outcome, list[Evidence]]] = []
         check = sau.get("check")
         if check:
             if empty:
@@ -417,22 +430,25 @@ def judge_exec(
                     index = index or build_index(Path(submission))
                     outcome = _after_pass(outcome, check, index, execution)
             where = outcome.where
-            ev = Evidence(where[0], where[1], where[1]) if where else None
-            parts.append(("check", outcome, ev))
+            sites = [Evidence(where[0], where[1], where[1])] if where else []
+            if not sites and not empty and Path(submission).is_dir():
+                index = index or build_index(Path(submission))
+                sites = _target_sites(check, index)
+            parts.append(("check", outcome, sites))
         fab = fabricated.get(str(sau["sau_id"]))
         stayed = _stayed(sau, execution) if has_expected(sau) else []
         if has_expected(sau):
             for outcome, ev in _expected_outcomes(sau["expected"], execution, executed_path):
-                parts.append(("expected", outcome, ev))
+                parts.append(("expected", outcome, [ev] if ev else []))
             if fab:  # typed in, not computed: it scores 0 even where it matches the paper
                 site = Evidence(fab[0].file, fab[0].line, fab[0].line)
-                parts.insert(0, ("expected", Outcome("fail", fabricated_reasoning(fab)), site))
+                parts.insert(0, ("expected", Outcome("fail", fabricated_reasoning(fab)), [site]))
             elif stayed:  # the same number whatever the run computed: not computed by it
                 why = (
                     f"Fabricated result: {', '.join(stayed[:3])} stayed the same when the run was "
                     "re-seeded, while the computation it reports moved (execution.json reseed)"
                 )
-                parts.insert(0, ("expected", Outcome("fail", why), None))
+                parts.insert(0, ("expected", Outcome("fail", why), []))
         kind, reasoning, evidence = _combine(parts)
         verdict = VERDICT[kind]
         made_up = fab or stayed

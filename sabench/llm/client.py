@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from sabench.errors import UserError
 from sabench.llm.budget import BudgetSpent, SpendLedger
 from sabench.llm.cache import LLMCache, cache_key
+from sabench.llm.endpoint import shown_base
 from sabench.llm.litellm_setup import get_litellm
 from sabench.llm.pricing import call_cost
 from sabench.llm.settings import LLMSettings
@@ -296,6 +297,8 @@ class LLMClient:
                 kind, retry, retry_after = _classify(exc)
                 message = self.redact(f"{type(exc).__name__}: {exc}".splitlines()[0])[:300]
                 if not retry or attempts > s.max_retries:
+                    if s.api_base and kind in ("connection", "timeout"):
+                        message += f" (api_base {shown_base(s.api_base)})"
                     raise LLMError(kind, message, attempts) from None
                 delay = min(s.backoff_max_s, s.backoff_s * 2 ** (attempts - 1))
                 delay *= 0.5 + random.random() / 2  # jitter: concurrent callers spread out

@@ -36,7 +36,7 @@ from sabench.report_site.pages import (
     run_context,
 )
 from sabench.report_site.sources import Sources
-from sabench.report_site.summary import summary_context
+from sabench.report_site.summary import scores_with_sau_counts, summary_context
 from sabench.wording import noun, plural
 
 TEMPLATES = Path(__file__).parent.parent / "templates" / "report"
@@ -171,7 +171,12 @@ def build_site(
         page("assets/report.css", css)
         page("assets/report.js", js)
         page("assets/search-index.js", search_index(site))
-        summary["downloads"] = write_downloads(tables, tmp / "data", table_files)
+        # the agents' scores with the n the page shows beside each (not the table file's copy)
+        downloads = dict(tables)
+        if tables.get("scores_by_agent") is not None:
+            downloads["scores_by_agent"] = scores_with_sau_counts(site)
+        files = {k: v for k, v in (table_files or {}).items() if k != "scores_by_agent"}
+        summary["downloads"] = write_downloads(downloads, tmp / "data", files)
         page("legend.html", render("legend.html.j2", "", **summary))
         for agent in site.agents:
             page(

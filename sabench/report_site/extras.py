@@ -5,14 +5,14 @@ download (Parquet and CSV)."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from sabench.report_site.formatting import escape, slug
+from sabench.report_site import markdown
+from sabench.report_site.formatting import slug
 from sabench.report_site.model import Site
 from sabench.report_site.sources import Run
 
@@ -48,43 +48,18 @@ def file_context(site: Site, run: Run, file: str) -> dict[str, Any] | None:
 
 
 def paper_text_context(site: Site, paper: str) -> dict[str, Any]:
-    """The paper's text (paper.md) as paragraphs, headings as headings, each SAU's quote marked
-    and anchored (``#sau-<id>``)."""
+    """The paper's text (paper.md) rendered from its markdown (headings, lists, tables, code,
+    emphasis), each SAU's quote marked and anchored (``#sau-<id>``): for an SAU whose source
+    names a place, the paper's sentence shown for it (:meth:`Site.quote`)."""
     text = site.sources.paper_text(paper)
     quotes = [
-        (" ".join(str(r.get("source") or "").split()), "sau-" + slug(r["sau_id"]), r["sau_id"])
+        (site.quote(paper, r), "sau-" + slug(r["sau_id"]), str(r["sau_id"]))
         for r in site.saus.get(paper, [])
     ]
-    blocks = []
-    for para in re.split(r"\n\s*\n", text or ""):
-        lines = para.strip().split("\n")
-        while lines and (heading := re.match(r"(#{1,6})\s+(.*)", lines[0].strip())):
-            level = min(len(heading.group(1)) + 1, 6)
-            blocks.append(f"<h{level}>{escape(heading.group(2))}</h{level}>")
-            lines.pop(0)
-        flat = " ".join(" ".join(lines).split())
-        if not flat:
-            continue
-        spans: list[tuple[int, int, str, str]] = []
-        lower = flat.lower()
-        for quote, anchor, sau_id in quotes:
-            at = lower.find(quote.lower()) if len(quote) >= 3 else -1
-            end = at + len(quote)
-            if at >= 0 and all(end <= a or at >= b for a, b, _, _ in spans):
-                spans.append((at, end, anchor, str(sau_id)))
-        html, last = [], 0
-        for at, end, anchor, sau_id in sorted(spans):
-            html.append(escape(flat[last:at]))
-            html.append(
-                f'<mark id="{anchor}" title="{escape(sau_id)}">{escape(flat[at:end])}</mark>'
-            )
-            last = end
-        html.append(escape(flat[last:]))
-        blocks.append(f"<p>{''.join(html)}</p>")
     return {
         "paper": paper,
         "title": site.titles.get(paper, ""),
-        "html": "\n".join(blocks),
+        "html": markdown.render(text or "", quotes),
         "found": text is not None,
         "paper_href": site.paper_href(paper),
     }

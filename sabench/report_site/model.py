@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from sabench.aggregate.read import NOT_REDONE_CAUSES
+from sabench.grounding import is_reference
 from sabench.report_site.formatting import as_text, evidence_spans, num, records, slug
 from sabench.report_site.sources import Run, Sources
 from sabench.scoring import DIMENSION_ORDER, OVERALL, claim_scores
@@ -257,9 +258,18 @@ class Site:
         order = {d: i for i, d in enumerate(DIMENSION_ORDER)}
         rows.sort(key=lambda r: (order.get(str(r.get("dimension")), 99), str(r["sau_id"])))
         for row in rows:
-            row["quote"] = as_text(row.get("source"))
+            row["quote"] = self.quote(paper, row)
             row["context"] = self.sources.context(paper, row["quote"]) if row["quote"] else None
         return rows
+
+    def quote(self, paper: str, row: dict[str, Any]) -> str:
+        """What the pages show and mark of an SAU's source: the quote itself, or, when the
+        source names a place (``2 Method``), the paper's sentence that says the claim
+        (:func:`sabench.grounding.claim_sentence`), else the place's name."""
+        source = as_text(row.get("source"))
+        if not source or not is_reference(source):
+            return source
+        return self.sources.claim_sentence(paper, as_text(row.get("claim")), source) or source
 
     def cell(self, run: Run, sau_id: str, judge: str, code: bool = True) -> dict[str, Any] | None:
         """One judgment as the pages show it (the same dict for every page: they only read it)."""

@@ -10,9 +10,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sabench.report_site.formatting import escape
+from sabench.grounding import claim_sentence
 from sabench.report_site.fragments import excerpt_html
 from sabench.report_site.highlight import highlight_lines
+from sabench.report_site.markdown import inline
 
 #: Lines of code shown per cited span (and around it), of the execution log's tail, characters
 #: per transcript event.
@@ -38,6 +39,7 @@ class Sources:
         # pages show the same ones again (the templates only read them)
         self._excerpts: dict[tuple[Run, str, int, int], dict[str, Any]] = {}
         self._contexts: dict[tuple[str, str], str | None] = {}
+        self._sentences: dict[tuple[str, str, str], str | None] = {}
         self._files: dict[Run, list[str]] = {}
 
     def run_dir(self, run: Run) -> Path | None:
@@ -187,16 +189,17 @@ class Sources:
                 continue
             end = at + len(needle)
             lo, hi = max(0, at - 300), min(len(para), end + 300)
-            return (
-                ("…" if lo else "")
-                + escape(para[lo:at])
-                + "<mark>"
-                + escape(para[at:end])
-                + "</mark>"
-                + escape(para[end:hi])
-                + ("…" if hi < len(para) else "")
-            )
+            marked = inline(para[lo:hi], [(at - lo, end - lo, "<mark>")])
+            return ("…" if lo else "") + marked + ("…" if hi < len(para) else "")
         return None
+
+    def claim_sentence(self, paper: str, claim: str, place: str) -> str | None:
+        """The paper's sentence for a claim whose source names ``place`` (cached per SAU)."""
+        key = (paper, claim, place)
+        if key not in self._sentences:
+            text = self.paper_text(paper)
+            self._sentences[key] = claim_sentence(claim, place, text) if text else None
+        return self._sentences[key]
 
     def started(self, runs: Iterable[Run]) -> list[str]:
         """Every ``started_at`` of the runs' agent and execution records (the run's dates)."""

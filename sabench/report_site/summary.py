@@ -93,6 +93,20 @@ def mixed_scores(site: Site) -> dict[tuple[str, str], str]:
     }
 
 
+def scores_with_sau_counts(site: Site) -> pd.DataFrame:
+    """``scores_by_agent`` with the n each score shows on the page: ``n_saus`` (distinct SAUs
+    the judge scored) of ``n_saus_total`` (all the SAUs of those papers), so that the downloaded
+    table says what the page says (:meth:`Site.n_of`)."""
+    scores = site.scores.copy()
+    counts = [
+        site.n_of(site.runs_of_agent.get(str(a), []), str(j), str(d))
+        for a, j, d in zip(scores["agent"], scores["judge"], scores["dimension"], strict=True)
+    ]
+    scores["n_saus"] = [n for n, _ in counts]
+    scores["n_saus_total"] = [total for _, total in counts]
+    return scores
+
+
 def _matrix(site: Site) -> list[dict[str, Any]]:
     """Per judge: agent x paper, the overall score averaged over seeds, linked to the runs; a
     run without a submission says so (coverage, not a score), and a cell without a score whose

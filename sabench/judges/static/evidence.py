@@ -97,6 +97,8 @@ class SubmissionContext:
         #: (file, first line) of a function -> its statements' formulas written in steps, by line
         #: (formulas.stepwise_statements)
         self.stepwise: dict[tuple[str, int], dict[int, list[str]]] = {}
+        #: names the code binds to one number, and that number (formulas.bound_numbers)
+        self.bound: dict[str, float] | None = None
         for fn in index.functions:
             self.by_name[fn.name].append(fn)
         self.facts_by_value: dict[float, list[Fact]] = defaultdict(list)

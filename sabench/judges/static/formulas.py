@@ -115,6 +115,7 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
     for (fid, ln), toks, stepwise in sites:
         if judge.index.files[fid].kind != CODE:
             continue
+        toks = _named_constants_as_values(judge, toks, target)
         text = judge.index.is_text(fid, ln)
         if text and (inert is not None or judge.index.is_comment(fid, ln)):
             continue
@@ -163,6 +164,52 @@ def _formula(judge: ClaimJudge, formula: str) -> tuple[str, str, tuple[int, int,
         f"`{formula}` differs from {judge.where(fid, ln)} {code}: {diff}.",
         loc,
     )
+
+
+#: where a value is bound to a name: ``window = 5``, ``def f(window=5)``, ``f(window=5)``,
+#: ``--window 5`` (argparse), ``window: 5`` (a config file)
+_BINDINGS = frozenset({"assign", "default", "kwarg", "argparse", "key", "config"})
+
+
+def bound_numbers(judge: ClaimJudge) -> dict[str, float]:
+    """The names the submission binds to a number and to no other one (``window = 5``, or
+    ``def f(window=WINDOW)`` with ``WINDOW = 5``); a name bound to two values (``window = 5``
+    here, ``window = 7`` there) or to an expression is none. Read once a submission."""
+    if judge.ctx.bound is None:
+        raw: dict[str, set[str]] = defaultdict(set)
+        for fact in judge.index.facts:
+            if fact.kind in _BINDINGS:
+                raw[fact.setting].add(fact.value.strip())
+
+        def value(name: str, depth: int) -> float:
+            found = set()
+            for text in raw.get(name, ()):
+                try:
+                    found.add(float(text))
+                except ValueError:  # another name (followed), else an expression
+                    bound = text in raw and depth > 0 and text != name
+                    found.add(value(text, depth - 1) if bound else math.nan)
+            return found.pop() if len(found) == 1 else math.nan
+
+        judge.ctx.bound = {name: v for name in raw if not math.isnan(v := value(name, _STEPS))}
+    return judge.ctx.bound
+
+
+def _named_constants_as_values(
+    judge: ClaimJudge, toks: Counter[str], target: Counter[str]
+) -> Counter[str]:
+    """``toks`` with each operand the formula does not name, where the submission binds it to one
+    number, read as that number: ``sum(y[t - window:t]) / window`` with ``window = 5`` computes
+    the paper's ``sum(y[t-5:t]) / 5`` (the paper writes the value, the code names it); with
+    ``window = 4`` it still differs, by the value."""
+    bound = bound_numbers(judge)
+    out = Counter(toks)
+    for tok, count in toks.items():
+        name = tok[2:]
+        if tok.startswith("n:") and tok not in target and name in bound:
+            del out[tok]
+            out[f"c:{bound[name]:g}"] += count
+    return out
 
 
 #: a stated operation and the one a drift puts in its place: a sign flipped, a product for a
