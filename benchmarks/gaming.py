@@ -13,8 +13,9 @@ NotImplementedError`` or ``return 0``, called in the claimed order; and (g, clas
 ``unused-reference``) the reference submission's code with its ``__main__`` blocks removed, beside a
 ``run.py`` that runs none of it. Beside them, the classes of tricks that benchmarks/gaming_tricks.py
 generates from the honest reference and drifted submissions (check-reading, check-switching,
-dead-formula, kill-checker, blob-results, judge-directed), and the honest ``reference`` and
-``drifted`` rows.
+dead-formula, kill-checker, blob-results, judge-directed; and the run-record tricks of issue 45:
+pilot-constants, overwrite-refit, value-times-zero, unopened-config, argv-switch, trace-tamper), and
+the honest ``reference`` and ``drifted`` rows.
 
 Every submission runs through the project's execute stage (:func:`sabench.execute.execute_run`,
 bwrap, the sandbox Python env; the record gets the lines that ran via
@@ -199,14 +200,16 @@ def judgments_of(
 ):
     """The judge's verdicts: ``static`` reads the code, ``exec`` runs the paper's checks on the
     executed copy in the sandbox (bwrap, the project's sandbox Python) and compares the expected
-    results."""
+    results; an ``untraced`` run's capped as the workflow's judge step caps them."""
+    from sabench.judges.run import cap_untraced
+
     if judge == "static":
-        return judge_static(sub, saus, execution)
+        return cap_untraced(judge_static(sub, saus, execution), execution)
     from sabench.judges.exec_judge import judge_exec
     from sabench.sandbox.settings import default_python_env
 
     runtime = {"backend": "bwrap", "python_env": default_python_env()}
-    return judge_exec(
+    found = judge_exec(
         sub,
         saus,
         execution,
@@ -214,6 +217,7 @@ def judgments_of(
         runtime=runtime,
         settings=exec_settings,
     )
+    return cap_untraced(found, execution)
 
 
 def overall(
