@@ -223,6 +223,7 @@ class TraceChannel:
         self._server.listen(128)
         self._server.setblocking(False)
         self._wake_r, self._wake_w = os.pipe()
+        self._closed = False
         self._thread = threading.Thread(target=self._serve, name="sabench-trace", daemon=True)
 
     def __enter__(self) -> TraceChannel:
@@ -234,7 +235,11 @@ class TraceChannel:
 
     def close(self) -> None:
         """Stop serving once every connection has ended or after a few seconds: the sandbox's
-        processes are gone by now, and their last bytes are already in the socket."""
+        processes are gone by now, and their last bytes are already in the socket. Once: a file
+        descriptor closed twice may by then be another thread's."""
+        if self._closed:
+            return
+        self._closed = True
         if self._thread.is_alive():
             os.write(self._wake_w, b"x")
             self._thread.join(10)

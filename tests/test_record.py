@@ -215,3 +215,19 @@ def test_an_expected_number_that_stayed_while_the_run_moved_is_fabricated() -> N
     # nothing moved: a deterministic run proves nothing either way
     assert _stayed(sau, {"reseed": {**moved, "computation_moved": []}}) == []
     assert _stayed(sau, {"reseed": None}) == [] and _stayed(sau, None) == []
+
+
+def test_a_channel_closes_its_descriptors_once() -> None:
+    import os
+
+    from sabench.runtrace import TraceChannel
+
+    with TraceChannel() as channel:
+        wake = channel._wake_r
+        channel.close()
+        reused = os.open(os.devnull, os.O_RDONLY)  # the lowest free number: likely wake's own
+    try:
+        os.fstat(reused)  # __exit__'s close left it alone, whoever holds that number now
+    finally:
+        os.close(reused)
+    assert wake >= 0
