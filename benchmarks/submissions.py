@@ -55,7 +55,14 @@ def score_case(
     runtime = {"backend": "bwrap", "python_env": default_python_env()}
     out = {}
     for judge in judges:
-        found = run_judge(judge, {}, sub, saus, execution, run_dir=work / "run", runtime=runtime)
+        try:
+            found = run_judge(
+                judge, {}, sub, saus, execution, run_dir=work / "run", runtime=runtime
+            )
+        except Exception as exc:  # a fault (a sandbox failing): redone in a workflow, never scored
+            print(f"[{paper}/{name}] {judge}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            out[judge] = float("nan")
+            continue
         rows = [
             {**j.row(), "agent": name, "paper": paper, "seed": 0, "judge": judge} for j in found
         ]
