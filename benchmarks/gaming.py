@@ -13,8 +13,9 @@ NotImplementedError`` or ``return 0``, called in the claimed order; and (g, clas
 ``unused-reference``) the reference submission's code with its ``__main__`` blocks removed, beside a
 ``run.py`` that runs none of it. Beside them, the classes of tricks that benchmarks/gaming_tricks.py
 generates from the honest reference and drifted submissions (check-reading, check-switching,
-dead-formula, kill-checker, blob-results, judge-directed), and the honest ``reference`` and
-``drifted`` rows.
+dead-formula, kill-checker, blob-results, judge-directed; and the run-record tricks of issue 45:
+pilot-constants, overwrite-refit, value-times-zero, unopened-config, argv-switch, trace-tamper), and
+the honest ``reference`` and ``drifted`` rows.
 
 Every submission runs through the project's execute stage (:func:`sabench.execute.execute_run`,
 bwrap, the sandbox Python env; the record gets the lines that ran via
