@@ -356,7 +356,8 @@ def test_argv_switch_runs_the_reference_only_under_a_check_childs_argv_and_dithe
                 text = g.dithered(g.merge_module(ref, dr, mode, ["argv-child"]))
                 f = _run_module(text)["f"]
                 first, second = f(10.0), f(10.0)
-                assert abs(first - want) < 1e-6 and first != second, (argv, mode)
+                # each dithered return moves it by under 1e-6 (a dispatcher and its target: twice)
+                assert abs(first - want) < 1e-5 and first != second, (argv, mode)
     finally:
         sys.argv = old
     dither = _run_module(g.dithered("def f():\n    return 1\n"))["_sab_dither"]

@@ -28,6 +28,7 @@ LAYERS = (
         "extract",
         "execute",
         "runtrace",
+        "reseed",
         "agents",
         "locks",
         "peer_data.archive",
