@@ -200,6 +200,40 @@ def test_code_that_switches_under_a_check_is_caught_by_replay(
     assert "metrics.rmse" in out.detail
 
 
+ARGPARSE_MAIN = """import argparse
+import json
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, required=True)
+    n = parser.parse_args(argv).n
+    json.dump({"n": n}, open("results.json", "w"))
+    return n
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_replayed_call_that_exits_proves_nothing(runtime: dict, tmp_path: Path) -> None:
+    """The run recorded ``main(argv=None)``; replayed in the check's process, argparse reads that
+    process's argv and exits: the replay is inconclusive, never the code's failure."""
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "main.py").write_text(ARGPARSE_MAIN)
+    (sub / "reproduce.sh").write_text("python main.py --n 3\n")
+    run = tmp_path / "run"
+    record = execute_run(
+        sub, run / "executed", run / "execution.json", run / "execution.log", runtime
+    )
+    assert record["status"] == "ok", record
+    check = "import main\nassert main.main(['--n', '4']) == 4\nprint('main reads its n')\n"
+    out = run_check(check, run / "executed", runtime, {"time_limit_s": 30})
+    assert out.kind == "pass", (out.kind, out.detail, out.tail)
+
+
 def test_a_module_hanging_as_the_check_replays_its_run_is_drifted(
     runtime: dict, tmp_path: Path
 ) -> None:

@@ -334,3 +334,30 @@ def test_a_timed_out_run_is_stopped_with_its_record(
     assert trace is not None
     # spin's loop, and save's body, which ran after the time limit
     assert {5, 6, 10, 11, 12, 13, 16, 17, 18} <= trace.lines["main.py"], trace.lines
+
+
+HELPER = """def same(value):
+    if isinstance(value, int):
+        return value
+    return value * 1.0
+"""
+
+
+@pytest.mark.bwrap
+def test_the_same_helper_in_two_files_is_traced_in_each(
+    sandbox_env: Path, bwrap_ok: None, tmp_path: Path
+) -> None:
+    """Code objects compare by value, file aside: a helper pasted into two modules (at the same
+    line) must not pass for one already traced when the second runs."""
+    files = {
+        "a.py": HELPER,
+        "b.py": HELPER,
+        "main.py": "import a\nimport b\n\na.same(1)\nb.same(2.0)\n",
+    }
+    record, executed = _execute(tmp_path, sandbox_env, files, "python main.py\n")
+    assert record["status"] == "ok", (record, _log(executed))
+    trace = read_trace(executed)
+    assert trace is not None
+    assert trace.lines["a.py"] == frozenset({1, 2, 3})
+    assert trace.lines["b.py"] == frozenset({1, 2, 4})
+    assert {c["module"] for c in trace.calls if c["function"] == "same"} == {"a", "b"}

@@ -534,7 +534,7 @@ def replay(targets):
     and compare with what it returned there: code that behaves one way under a check and another
     in its run is not what the run ran. Done first, on the modules as imported (no state the
     check sets). A call that gives two different answers is not deterministic and proves
-    nothing; one that raises, or a module that does not import, is left to the check."""
+    nothing; one that raises or exits, or a module that does not import, is left to the check."""
     STATE["phase"] = "replay"
     budget = time.monotonic() + max(1.0, TIME_LIMIT * 0.4)
     for call in REPLAY:
@@ -558,7 +558,7 @@ def replay(targets):
             first, second = answers
         except ChildGone:
             raise
-        except (Exception, SystemExit):  # an argument parser's exit, say: left to the check
+        except (Exception, SystemExit):  # exiting (argparse on the check's argv) proves nothing
             continue
         if isinstance(first, Remote) or same(first, recorded):
             continue

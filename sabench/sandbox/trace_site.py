@@ -131,6 +131,12 @@ def _opened_relpath(path):
         return None
 
 
+def _key(code):
+    """A code object as a key: code objects compare by value, file aside (the same helper pasted
+    into two files is one code object to a set), so the file goes with it."""
+    return code, code.co_filename
+
+
 def _module_name(globals_, rel):
     name = globals_.get("__name__")
     if name == "__main__" and rel and rel.endswith(".py"):
@@ -158,7 +164,7 @@ class _Recorder:
         self.coverage = None
         self.calls = []
         self.call_bytes = 0
-        self.seen = {}  # code -> calls started so far (targets), or -1 (not a target)
+        self.seen = {}  # _key(code) -> calls started so far (targets), or -1 (not a target)
         self.pending = {}  # frame -> the call record awaiting its result
         self.written = False
         #: lines and calls sent as they happen (sys.monitoring): a process killed at any moment
@@ -173,14 +179,15 @@ class _Recorder:
     # -- calls -------------------------------------------------------------------------------
     def target(self, code, frame):
         """Whether this call of ``code`` is one of the first calls to record (counts it)."""
-        n = self.seen.get(code)
+        key = _key(code)
+        n = self.seen.get(key)
         if n is None:
             ok = _relpath(code.co_filename) is not None and not code.co_flags & _GENERATOR_FLAGS
             n = 0 if ok and _at_module_scope(code, frame.f_globals) else -1
         if n < 0 or n >= _MAX_CALLS:
-            self.seen[code] = n
+            self.seen[key] = n
             return False
-        self.seen[code] = n + 1
+        self.seen[key] = n + 1
         return True
 
     def enter(self, code, frame):
@@ -256,7 +263,7 @@ class _Recorder:
         getframe = _sys._getframe
 
         def done(code):
-            n = seen.get(code, -1)
+            n = seen.get(_key(code), -1)
             return (n < 0 or n >= _MAX_CALLS) and not any(f.f_code is code for f in pending)
 
         def on_start(code, offset):
@@ -265,8 +272,8 @@ class _Recorder:
                 if rel is None:
                     return disable
                 frame = getframe(1)
-                if code not in watched:
-                    watched.add(code)
+                if _key(code) not in watched:
+                    watched.add(_key(code))
                     lines.setdefault(rel, set())
                     wanted = ev.LINE
                     if self.target(code, frame):
