@@ -241,13 +241,16 @@ def overall(
             print(f"[{paper}/{variant}] {judge}: {type(exc).__name__}: {exc}", file=sys.stderr)
             out[judge] = float("nan")  # a fault: the run would be redone, never scored
             continue
-        rows = [
-            {**j.row(), "agent": variant, "paper": paper, "seed": 0, "judge": judge} for j in found
-        ]
-        runs = run_scores(pd.DataFrame(rows)) if rows else pd.DataFrame()
-        score = runs.loc[runs["dimension"] == OVERALL, "score"] if len(runs) else []
-        out[judge] = float(score.iloc[0]) if len(score) else float("nan")
+        out[judge] = overall_score(found, variant, paper, judge)
     return out
+
+
+def overall_score(found: list, agent: str, paper: str, judge: str) -> float:
+    """One run's overall score from a judge's verdicts, by the tables' rule (NaN: none)."""
+    rows = [{**j.row(), "agent": agent, "paper": paper, "seed": 0, "judge": judge} for j in found]
+    runs = run_scores(pd.DataFrame(rows)) if rows else pd.DataFrame()
+    score = runs.loc[runs["dimension"] == OVERALL, "score"] if len(runs) else []
+    return float(score.iloc[0]) if len(score) else float("nan")
 
 
 def unused_reference(ref: Path) -> dict[str, str]:

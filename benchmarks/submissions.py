@@ -24,9 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import yaml
-from gaming import execute
+from gaming import execute, overall_score
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -34,7 +33,6 @@ sys.path.insert(0, str(REPO))
 from sabench.judges.run import run_judge  # noqa: E402
 from sabench.sandbox.settings import default_python_env  # noqa: E402
 from sabench.saus import import_paper_saus  # noqa: E402
-from sabench.scoring import OVERALL, run_scores  # noqa: E402
 
 PAPERS = REPO / "resources" / "papers"
 BUNDLED = {
@@ -63,12 +61,7 @@ def score_case(
             print(f"[{paper}/{name}] {judge}: {type(exc).__name__}: {exc}", file=sys.stderr)
             out[judge] = float("nan")
             continue
-        rows = [
-            {**j.row(), "agent": name, "paper": paper, "seed": 0, "judge": judge} for j in found
-        ]
-        runs = run_scores(pd.DataFrame(rows)) if rows else pd.DataFrame()
-        score = runs.loc[runs["dimension"] == OVERALL, "score"] if len(runs) else []
-        out[judge] = float(score.iloc[0]) if len(score) else float("nan")
+        out[judge] = overall_score(found, name, paper, judge)
     return out, str((execution or {}).get("status"))
 
 
