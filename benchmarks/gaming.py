@@ -201,10 +201,10 @@ def judgments_of(
     """The judge's verdicts: ``static`` reads the code, ``exec`` runs the paper's checks on the
     executed copy in the sandbox (bwrap, the project's sandbox Python) and compares the expected
     results; an ``untraced`` run's capped as the workflow's judge step caps them."""
-    from sabench.judges.run import cap_untraced
+    from sabench.judges.run import cap_by_record
 
     if judge == "static":
-        return cap_untraced(judge_static(sub, saus, execution), execution)
+        return cap_by_record(judge_static(sub, saus, execution), execution)
     from sabench.judges.exec_judge import judge_exec
     from sabench.sandbox.settings import default_python_env
 
@@ -217,7 +217,7 @@ def judgments_of(
         runtime=runtime,
         settings=exec_settings,
     )
-    return cap_untraced(found, execution)
+    return cap_by_record(found, execution)
 
 
 def overall(

@@ -278,9 +278,7 @@ def execute_run(
     run_id = "/".join(executed.resolve().parts[-4:-1])
     try:
         with allocate(cfg["gpus"], owner=run_id) as gpu_ids:
-            return _execute_in_sandbox(
-                backend, cfg, submission, executed, record_path, log_path, gpu_ids
-            )
+            return _run_traced(backend, cfg, submission, executed, record_path, log_path, gpu_ids)
     except NoGpuError as exc:  # asked for GPUs this host cannot give: a status, at once
         write_text(log_path, f"[sabench] status=sandbox_error: {exc}\n")
         record = _record(
@@ -297,36 +295,19 @@ def execute_run(
         return _finish(record_path, record)
 
 
-def _execute_in_sandbox(
-    backend: Any,
-    cfg: dict[str, Any],
-    submission: Path,
-    executed: Path,
-    record_path: Path,
-    log_path: Path,
-    gpu_ids: list[str],
-) -> dict[str, Any]:
-    """The sandboxed run proper (GPUs, if any, already allocated) and its record."""
-    site = Path(tempfile.mkdtemp(prefix="sabench-site-"))
-    try:
-        return _run_traced(backend, cfg, submission, executed, record_path, log_path, gpu_ids, site)
-    finally:
-        shutil.rmtree(site, ignore_errors=True)
-
-
 @contextlib.contextmanager
 def arm_trace(
-    backend_name: str, site: Path, workdir: Path, reseed: int = 0
+    backend_name: str, workdir: Path, reseed: int = 0
 ) -> Iterator[tuple[TraceChannel, dict[str, str], list[Mount]]]:
-    """Serve a trace channel and install the trace site into ``site`` for a run in ``workdir``;
-    yield the channel, the environment that arms the trace (the site folder first on PYTHONPATH)
+    """Serve a trace channel and install the trace site for a run in ``workdir``; yield the
+    channel, the environment that arms the trace (the site folder first on PYTHONPATH)
     and the read-only mounts that show the site and the channel's socket (none for the local
     backend, which shows no mounts and gets host paths). The submission's root and the socket are
     written into the site program, not the environment: nothing a run (or a check) sees names a
     check, and nothing a run sets turns the trace off."""
     local = backend_name == "local"
     root = str(Path(workdir).resolve()) if local else SUBMISSION_TARGET
-    with armed(site, root, local, reseed) as (channel, env):
+    with armed(root, local, reseed) as (channel, site, env):
         mounts = [] if local else [Mount(site, SITE_TARGET), Mount(channel.folder, CHANNEL_TARGET)]
         yield channel, env, mounts
 
@@ -381,7 +362,7 @@ def _reseeded(
     try:
         work = scratch / "submission"
         fresh_copy(submission, work)
-        with arm_trace(backend.name, scratch / "site", work, SALT) as (channel, env, mounts):
+        with arm_trace(backend.name, work, SALT) as (channel, env, mounts):
             result = backend.run(_spec(cfg, work, mounts, env, gpu_ids), scratch / "reseed.log")
             channel.close()
             processes = channel.record()["processes"]
@@ -400,10 +381,10 @@ def _run_traced(
     record_path: Path,
     log_path: Path,
     gpu_ids: list[str],
-    site: Path,
 ) -> dict[str, Any]:
+    """The sandboxed run proper (GPUs, if any, already allocated), traced, and its record."""
     trace_path(executed).unlink(missing_ok=True)  # an earlier execution's
-    with arm_trace(backend.name, site, executed) as (channel, env, mounts):
+    with arm_trace(backend.name, executed) as (channel, env, mounts):
         spec = _spec(cfg, executed, mounts, env, gpu_ids)
         before = snapshot(executed)
         started_at = _now()

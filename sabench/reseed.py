@@ -1,4 +1,4 @@
-"""Results the run computed, decided by behaviour (docs/checks.md, "Results the run computed").
+"""Results the run computed, decided by behaviour (docs/architecture.md, "The execution trace").
 
 A run that completed is executed once more on a fresh copy with every seeded random generator's
 seed salted (the trace program's ``reseed`` setting, ``sandbox/trace_site.py``). Where the

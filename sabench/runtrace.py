@@ -422,16 +422,21 @@ def read_trace(executed: Path) -> RunTrace | None:
 
 @contextlib.contextmanager
 def armed(
-    site: Path, root: str, local: bool, reseed: int = 0
-) -> Iterator[tuple[TraceChannel, dict[str, str]]]:
+    root: str, local: bool, reseed: int = 0
+) -> Iterator[tuple[TraceChannel, Path, dict[str, str]]]:
     """A channel served while the sandbox runs, and the site program that talks to it installed
-    into ``site``; yields the channel and the environment that arms the trace (the site folder
-    first on PYTHONPATH). ``local``: the sandbox sees host paths (the local backend); ``reseed``:
-    the salt of a re-seeded run (:mod:`sabench.reseed`)."""
-    with TraceChannel() as channel:
-        socket_path = str(channel.path) if local else f"{CHANNEL_TARGET}/{CHANNEL_SOCKET}"
-        install_site(site, root=root, channel=socket_path, reseed=reseed)
-        yield channel, {"PYTHONPATH": str(site) if local else SITE_TARGET}
+    into a fresh site folder (removed afterwards); yields the channel, the site folder and the
+    environment that arms the trace (the site folder first on PYTHONPATH). ``local``: the sandbox
+    sees host paths (the local backend); ``reseed``: the salt of a re-seeded run
+    (:mod:`sabench.reseed`)."""
+    site = Path(tempfile.mkdtemp(prefix="sabench-site-"))
+    try:
+        with TraceChannel() as channel:
+            socket_path = str(channel.path) if local else f"{CHANNEL_TARGET}/{CHANNEL_SOCKET}"
+            install_site(site, root=root, channel=socket_path, reseed=reseed)
+            yield channel, site, {"PYTHONPATH": str(site) if local else SITE_TARGET}
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
 
 
 def with_lines(execution: dict[str, Any] | None, executed: Path) -> dict[str, Any] | None:

@@ -348,7 +348,7 @@ open("/tmp/scratch", "w").write("x")
 print("seen")
 """
     # the run's own environment (the trace site), exactly as the execution stage sets it
-    with arm_trace("bwrap", executed.parent / "site", Path("/submission")) as (_, run_env, _):
+    with arm_trace("bwrap", Path("/submission")) as (_, run_env, _):
         pass
     text = text.replace("RUN_ENV", repr(run_env))
     before = snapshot(executed)

@@ -11,7 +11,7 @@ import pytest
 from sabench.checks.run import run_check
 from sabench.contracts import Judgment
 from sabench.execute import execute_run
-from sabench.judges.run import cap_untraced
+from sabench.judges.run import cap_by_record
 from sabench.reseed import COMPUTED, FABRICATED, INCONCLUSIVE, compare
 from sabench.runtrace import with_lines
 from sabench.sandbox import get_backend
@@ -107,14 +107,14 @@ def test_compare_reads_calls_as_multisets_and_skips_whole_numbers() -> None:
 def test_a_fabricated_or_untraced_run_caps_every_claim() -> None:
     made = [Judgment("s1", "D1", "aligned", 1.0), Judgment("s2", "D2", "partial", 0.1)]
     fabricated = {"status": "ok", "reseed": {"verdict": FABRICATED, "computation_moved": ["m.f"]}}
-    out = cap_untraced(list(made), fabricated)
+    out = cap_by_record(list(made), fabricated)
     assert [(j.verdict, j.score, j.failure_mode) for j in out] == [
         ("drifted", 0.0, "fabricated_result"),
         ("drifted", 0.0, "fabricated_result"),
     ]
-    untraced = cap_untraced(list(made), {"status": "untraced"})
+    untraced = cap_by_record(list(made), {"status": "untraced"})
     assert [(j.verdict, j.score) for j in untraced] == [("partial", 0.25), ("partial", 0.1)]
-    assert cap_untraced(list(made), {"status": "ok", "reseed": {"verdict": COMPUTED}}) == made
+    assert cap_by_record(list(made), {"status": "ok", "reseed": {"verdict": COMPUTED}}) == made
 
 
 def test_the_record_names_the_files_the_run_opened(

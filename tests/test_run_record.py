@@ -13,7 +13,7 @@ import pytest
 
 from sabench.contracts import UNREACHED_CAP, Judgment
 from sabench.execute import execute_run
-from sabench.judges.run import cap_untraced, run_judge
+from sabench.judges.run import cap_by_record, run_judge
 from sabench.runtrace import CHANNEL_TARGET, SITE_TARGET, read_trace, trace_path
 from sabench.sandbox import get_backend
 
@@ -260,9 +260,9 @@ def _judgment(verdict: str, score: float | None = None) -> Judgment:
 def test_an_untraced_run_is_capped_by_every_judge(tmp_path: Path) -> None:
     judged = [_judgment("aligned"), _judgment("partial", 0.75), _judgment("partial", 0.25)]
     judged += [_judgment("drifted"), _judgment("error")]
-    assert cap_untraced(judged, {"status": "ok"}) == judged
-    assert cap_untraced(judged, None) == judged
-    capped = cap_untraced(judged, {"status": "untraced"})
+    assert cap_by_record(judged, {"status": "ok"}) == judged
+    assert cap_by_record(judged, None) == judged
+    capped = cap_by_record(judged, {"status": "untraced"})
     assert [(j.verdict, j.score) for j in capped] == [
         ("partial", UNREACHED_CAP),
         ("partial", UNREACHED_CAP),

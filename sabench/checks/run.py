@@ -202,7 +202,7 @@ def run_check(
         log_path = scratch / "check.log"
         # the execution's own trace site, channel and environment: the code under test sees its
         # run's (what the channel receives here is not kept)
-        with arm_trace(getattr(sandbox, "name", ""), scratch / "site", work) as (_, env, mounts):
+        with arm_trace(getattr(sandbox, "name", ""), work) as (_, env, mounts):
             spec = SandboxSpec(
                 command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
                 workdir=work,

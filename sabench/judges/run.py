@@ -63,10 +63,10 @@ def run_judge(
         run_dir=run_dir,
         runtime=runtime,
     )
-    return cap_untraced(dispatch(inputs), execution)
+    return cap_by_record(dispatch(inputs), execution)
 
 
-def cap_untraced(judgments: list[Judgment], execution: dict[str, Any] | None) -> list[Judgment]:
+def cap_by_record(judgments: list[Judgment], execution: dict[str, Any] | None) -> list[Judgment]:
     """What the execution record says of every claim at once, whatever the judge read off the
     code: an ``untraced`` run's record of what ran cannot be trusted (altered, cut short, or a
     Python process that sent none), so no claim gets more than a run that did not complete gets

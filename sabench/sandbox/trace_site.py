@@ -706,7 +706,6 @@ def _reseed_module(name, module):
 
         module.Random.seed = seed
         module.seed = module._inst.seed
-        module._inst.seed(None)
     elif name == "numpy.random":
         real_rng, real_seed = module.default_rng, module.seed
         module.default_rng = lambda seed=None: real_rng(_salted(seed))
@@ -717,7 +716,6 @@ def _reseed_module(name, module):
                 salted = type(cls, (base,), {"__init__": _salted_init(base)})
                 salted.__module__ = base.__module__
                 setattr(module, cls, salted)
-        real_seed(None)
     elif name == "torch" and hasattr(module, "manual_seed"):
         real_manual = module.manual_seed
         module.manual_seed = lambda seed: real_manual(_salted(seed) or 0)
