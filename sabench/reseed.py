@@ -65,3 +65,21 @@ def compare(
         "stayed": stayed,
         "moved": moved,
     }
+
+
+def stayed_of(metrics: Iterable[str], execution: Mapping[str, Any] | None) -> list[str]:
+    """Of the reported ``metrics`` (dotted names), those that stayed the same when the run was
+    re-seeded while its computation moved: numbers the run reported but did not compute. An
+    honest number can stay (a stratified split's majority-class accuracy): docs/checks.md says so."""
+    entry = (execution or {}).get("reseed") or {}
+    if not entry.get("computation_moved"):
+        return []
+    stayed = set(entry.get("stayed") or [])
+    return [m for m in metrics if m in stayed]
+
+
+def stayed_reasoning(stayed: list[str]) -> str:
+    return (
+        f"Fabricated result: {', '.join(stayed[:3])} stayed the same when the run was "
+        "re-seeded, while the computation it reports moved (execution.json reseed)"
+    )

@@ -351,6 +351,36 @@ def test_sleep_is_killed_at_the_time_limit(engine: Any, tmp_path: Path) -> None:
     assert containers_of(engine, f"{LABEL_RUN}=agent/ridge-gd/0") == []
 
 
+SAVES_ON_SIGTERM = """import signal, sys
+
+
+def save(signum, frame):
+    open("saved.txt", "w").write("saved")
+    sys.exit(143)
+
+
+signal.signal(signal.SIGTERM, save)
+print("spinning", flush=True)
+while True:
+    pass
+"""
+
+
+def test_a_timed_out_run_gets_sigterm_and_a_grace_period(engine: Any, tmp_path: Path) -> None:
+    """At the time limit the run's processes get SIGTERM and TERM_GRACE_S to end as they would
+    (this one saves its work; a traced Python sends its record), then the container is killed."""
+    from sabench.sandbox.common import TERM_GRACE_S
+
+    script = "set -e\npython main.py\necho never > after.txt\n"
+    paths = make_run(tmp_path, script, {"main.py": SAVES_ON_SIGTERM})
+    record, log, executed = execute(engine, paths, time_limit_s=3)
+    assert record["status"] == "timeout", (record, log)
+    assert record["wall_s"] < 3 + TERM_GRACE_S + 5, record
+    assert "spinning" in log and "SIGTERM" in json.dumps(record), record
+    assert (executed / "saved.txt").read_text() == "saved"
+    assert not (executed / "after.txt").exists()
+
+
 def test_ten_gigabytes_stop_at_the_output_cap(engine: Any, tmp_path: Path) -> None:
     script = """echo start
 head -c 10000000000 /dev/zero > big.bin; echo "write exit=$?"

@@ -232,3 +232,66 @@ def test_a_channel_closes_its_descriptors_once() -> None:
     finally:
         for fd in reused:
             os.close(fd)
+
+
+def test_the_static_judge_reads_a_result_that_stayed_as_fabricated(tmp_path: Path) -> None:
+    from sabench.judges.static import judge_static
+
+    sub = _write(
+        tmp_path, {"main.py": "import json\njson.dump({'a': {'rmse': 0.6}}, open('r.json', 'w'))\n"}
+    )
+    sau = {
+        "paper": "p",
+        "sau_id": "p-1",
+        "dimension": "D3",
+        "claim": "RMSE 0.6 on a.",
+        "expected": [{"metric": "a.rmse", "value": 0.6, "tolerance": 0.01}],
+    }
+    execution = {"status": "ok", "metrics": {"a": {"rmse": 0.6}}, "lines_run": {"main.py": [1, 2]}}
+    moved = {"computation_moved": ["m.fit"], "stayed": ["a.rmse"], "moved": [], "verdict": COMPUTED}
+    (kept,) = judge_static(sub, [sau], execution)
+    (stayed,) = judge_static(sub, [sau], {**execution, "reseed": moved})
+    assert kept.verdict == "aligned", kept.reasoning
+    assert (stayed.verdict, stayed.failure_mode) == ("drifted", "fabricated_result")
+    assert "stayed the same" in stayed.reasoning
+
+
+@pytest.mark.parametrize(
+    ("reads", "credited"),
+    [
+        ('lr = 0.01\nseed = cfg["seed"]', False),  # the mapping is read key by key, lr never
+        ('lr = cfg["lr"]\nseed = cfg["seed"]', True),
+        ('lr = cfg.get("lr")\nseed = cfg["seed"]', True),
+        ("lr = 0.01\nseed = fit(**cfg)", True),  # handed on whole: any key may be read
+    ],
+)
+def test_a_config_key_no_code_that_ran_names_is_text(
+    tmp_path: Path, reads: str, credited: bool
+) -> None:
+    from sabench.judges.static import judge_static
+
+    main = f"import json\ndef fit(**kw):\n    return 0\ncfg = json.load(open('config.json'))\n{reads}\nprint(lr, seed)\n"
+    sub = _write(tmp_path, {"main.py": main, "config.json": '{"seed": 0, "lr": 0.05}\n'})
+    execution = {
+        "status": "ok",
+        "lines_run": {"main.py": list(range(1, 8))},
+        "files_read": ["main.py", "config.json"],
+    }
+    sau = {
+        "paper": "p",
+        "sau_id": "p-1",
+        "dimension": "D1",
+        "claim": "The learning rate (lr) is 0.05.",
+    }
+    (j,) = judge_static(sub, [sau], execution)
+    assert (j.verdict == "aligned") == credited, j.reasoning
+    assert ("config.json" in j.reasoning) == credited, j.reasoning
+
+
+def test_toml_values_are_read_past_their_comments_and_in_lists(tmp_path: Path) -> None:
+    from sabench.index import build_index
+
+    toml = 'max_iter = 100   # per restart\ncenter_box = [-10.0, 10.0]\nname = "a # b"\n'
+    index = build_index(_write(tmp_path, {"settings.toml": toml}))
+    found = {f.name: f.numbers for f in index.facts if f.kind == "config"}
+    assert found["max_iter"] == (100.0,) and found["center_box"] == (-10.0, 10.0), found

@@ -1040,6 +1040,33 @@ def test_steps_followed_into_called_functions(tmp_path: Path) -> None:
     assert judge_one(tmp_path, "D4", "`fit` then `prepare`.").verdict == "drifted"
 
 
+def test_a_step_named_twice_is_taken_after_the_step_before_it(tmp_path: Path) -> None:
+    """Building a callable (``lloyd = Lloyd(...)``) does not run it: the call after the seeding
+    is the step; a real swap, with no call after the step before it, stays drifted."""
+    code = """from lib import Lloyd, init, inertia
+
+
+def fit(X, k):
+    lloyd = Lloyd(100)
+    start = init(X, k)
+    centroids = lloyd(X, start)
+    return inertia(X, centroids)
+
+
+if __name__ == "__main__":
+    fit(1, 2)
+"""
+    claim = "Within a restart: `init` → `lloyd` → `inertia`."
+    write(tmp_path, {"main.py": code, "lib.py": "def init(X, k):\n    return X\n"})
+    assert judge_one(tmp_path, "D4", claim).verdict == "aligned"
+    swapped = code.replace(
+        "    start = init(X, k)\n    centroids = lloyd(X, start)\n    return inertia(X, centroids)",
+        "    centroids = lloyd(X, X)\n    start = init(centroids, k)\n    return inertia(X, start)",
+    )
+    write(tmp_path, {"main.py": swapped})
+    assert judge_one(tmp_path, "D4", claim).verdict == "drifted"
+
+
 # --- stubs, docs, empty -------------------------------------------------------------------
 
 

@@ -86,7 +86,13 @@ def _yaml_number(node: Any) -> tuple[float, ...]:
 _KV_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*[=:]\s*(.+?)\s*$")
 
 
+#: a comment after a value (``max_iter = 100  # per restart``), where no quote follows it
+_INLINE_COMMENT_RE = re.compile(r"\s+[#;][^\"']*$")
+
+
 def ini_facts(index: CodeIndex, sf: SourceFile) -> None:
+    """``key = value`` lines of INI and TOML files, with their section; a list of numbers
+    (``center_box = [-10.0, 10.0]``) gives each."""
     section: tuple[str, ...] = ()
     for i, line in enumerate(sf.lines, 1):
         s = line.strip()
@@ -95,10 +101,13 @@ def ini_facts(index: CodeIndex, sf: SourceFile) -> None:
         if s.startswith("[") and s.endswith("]"):
             section = (s.strip("[]"),)
             continue
-        m = _KV_RE.match(line)
+        m = _KV_RE.match(_INLINE_COMMENT_RE.sub("", line))
         if m:
             value = m.group(2).strip().strip("\"'")
-            n = parse_number(value)
+            items = (
+                value[1:-1].split(",") if value.startswith("[") and value.endswith("]") else [value]
+            )
+            numbers = tuple(n for n in (parse_number(v.strip()) for v in items) if n is not None)
             terms = leaf_terms(m.group(1))
             if terms:
                 index.facts.append(
@@ -106,7 +115,7 @@ def ini_facts(index: CodeIndex, sf: SourceFile) -> None:
                         "config",
                         m.group(1),
                         value[:120],
-                        (n,) if n is not None else (),
+                        numbers,
                         sf.path,
                         i,
                         terms,

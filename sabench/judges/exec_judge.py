@@ -62,6 +62,7 @@ from sabench.index.model import Definition
 from sabench.judges.fabrication import FABRICATED, METRICS_FILES, fabricated_by_sau
 from sabench.judges.fabrication import reasoning as fabricated_reasoning
 from sabench.judges.registry import JudgeInputs
+from sabench.reseed import stayed_of, stayed_reasoning
 
 log = logging.getLogger("sabench.judges.exec")
 
@@ -155,15 +156,9 @@ def _metrics_line(executed: Path | None, metric: str) -> Evidence | None:
 
 
 def _stayed(sau: Mapping[str, Any], execution: Mapping[str, Any] | None) -> list[str]:
-    """The SAU's expected metrics that stayed the same when the run was re-seeded while its
-    computation moved (sabench.reseed): numbers the run reported but did not compute. An honest
-    number can stay (a stratified split's majority-class accuracy): docs/checks.md says so."""
-    entry = (execution or {}).get("reseed") or {}
-    if not entry.get("computation_moved"):
-        return []
-    stayed = set(entry.get("stayed") or [])
+    """The SAU's expected metrics that stayed when the run was re-seeded (sabench.reseed)."""
     try:
-        return [e.metric for e in parse_expected(sau["expected"]) if e.metric in stayed]
+        return stayed_of((e.metric for e in parse_expected(sau["expected"])), execution)
     except ExpectedError:
         return []
 
@@ -444,11 +439,7 @@ def judge_exec(
                 site = Evidence(fab[0].file, fab[0].line, fab[0].line)
                 parts.insert(0, ("expected", Outcome("fail", fabricated_reasoning(fab)), [site]))
             elif stayed:  # the same number whatever the run computed: not computed by it
-                why = (
-                    f"Fabricated result: {', '.join(stayed[:3])} stayed the same when the run was "
-                    "re-seeded, while the computation it reports moved (execution.json reseed)"
-                )
-                parts.insert(0, ("expected", Outcome("fail", why), []))
+                parts.insert(0, ("expected", Outcome("fail", stayed_reasoning(stayed)), []))
         kind, reasoning, evidence = _combine(parts)
         verdict = VERDICT[kind]
         made_up = fab or stayed

@@ -21,6 +21,7 @@ from typing import Any
 from sabench.contracts import UNREACHED_CAP
 from sabench.index import CODE, CodeIndex
 from sabench.index.liveness import child_statements, inert_in_submission, statement_span
+from sabench.index.model import Fact
 from sabench.index.python_facts import parse_recovering, statement_lines
 from sabench.judges.static.outcome import Outcome
 
@@ -242,7 +243,7 @@ def executed_index(
             unread |= _tokens(trees[path], set())
         unread -= set(kept)
     reads = index.reads - unread
-    unopened = _unopened_settings(index, execution) if ran is not None else set()
+    unopened = _unread_settings(index, execution, trees) if ran is not None else set()
     if (
         not (not_run - index.unread)
         and not (inert - index.unread)
@@ -276,21 +277,64 @@ def executed_index(
     )
 
 
-def _unopened_settings(index: CodeIndex, execution: dict[str, Any] | None) -> set[tuple[int, int]]:
-    """The lines of settings in config files the run's processes never opened (the record's
-    ``files_read``): a value is evidence only where code that ran reads it. None without that
-    record (a run from before it)."""
+def _unread_settings(
+    index: CodeIndex,
+    execution: dict[str, Any] | None,
+    trees: dict[str, ast.Module],
+) -> set[tuple[int, int]]:
+    """The lines of settings no code that ran reads: those in config files the run's processes
+    never opened (the record's ``files_read``), and the keys of a mapping that the code reads
+    key by key (it names some of its keys) where this key is named by no line that ran (as a
+    string, ``cfg["lr"]``, ``cfg.get("lr")``, or an attribute, ``cfg.lr``). Code that
+    hands mappings on whole (``**cfg``, ``.update(cfg)``, ``setattr``, ``vars``) may read any
+    key, so there only unopened files count. Empty without that record (a run from before it)."""
     read = (execution or {}).get("files_read")
-    if not isinstance(read, list):
+    ran = lines_run(execution)
+    if not isinstance(read, list) or ran is None:
         return set()
-    opened = set(read)
+    named: set[str] = set()
+    whole = False
+    for path, tree in trees.items():
+        for n in ast.walk(tree):
+            if getattr(n, "lineno", 0) in ran.get(path, ()):
+                if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                    named.add(n.value)
+                elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                    named.add(n.attr)
+            whole = whole or _hands_on_whole(n)
+    config = [f for f in index.facts if f.kind == "config"]
+    keys: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    for fact in config:
+        full = _config_path(fact)
+        for i in range(len(full)):
+            keys.setdefault((fact.file, full[:i]), set()).add(full[i])
     out = set()
-    for fact in index.facts:
-        if fact.kind == "config" and fact.file not in opened:
-            fid = index.file_id(fact.file)
-            if fid is not None:
-                out.add((fid, fact.line))
+    for fact in config:
+        full = _config_path(fact)
+        siblings = keys[(fact.file, full[:-1])]
+        unnamed = not whole and fact.setting not in named and bool(siblings & named)
+        fid = index.file_id(fact.file)
+        if fid is not None and (fact.file not in read or unnamed):
+            out.add((fid, fact.line))
     return out
+
+
+def _config_path(fact: Fact) -> tuple[str, ...]:
+    """A config key's full path of keys (its section, then its own dotted name)."""
+    own = tuple(fact.name.split("."))
+    return own if own[: len(fact.context)] == fact.context else (*fact.context, *own)
+
+
+def _hands_on_whole(n: ast.AST) -> bool:
+    """``f(**d)``, ``{**d}``, ``x.update(d)``, ``setattr(o, k, v)``, ``vars(o)``: any key may be read."""
+    if isinstance(n, ast.keyword):
+        return n.arg is None
+    if isinstance(n, ast.Dict):
+        return None in n.keys
+    if isinstance(n, ast.Call):
+        name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+        return name in ("update", "setattr", "vars")
+    return isinstance(n, ast.Attribute) and n.attr == "__dict__"
 
 
 def _module_data(body: list[ast.stmt]) -> Iterator[ast.Assign | ast.AnnAssign]:

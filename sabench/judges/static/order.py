@@ -30,8 +30,11 @@ def judge_order(
     for fn in scopes:
         lin = _linearize(judge, fn)
         pos: list[tuple[int, bool, int, int, bool] | None] = []
-        for st, sites in zip(steps, step_sites, strict=True):
-            pos.append(_first(judge, lin, st, sites))
+        after = 0  # a step named twice (``lloyd = Lloyd(...)``, then ``lloyd(X)``) is taken
+        for st, sites in zip(steps, step_sites, strict=True):  # after the step before it
+            later = _first(judge, lin, st, sites, after)
+            pos.append(later if later is not None and later[1] else _first(judge, lin, st, sites))
+            after = pos[-1][0] if pos[-1] is not None else after
         n_match = sum(1 for p in pos if p is not None)
         direct = sum(1 for p in pos if p is not None and p[4])
         reachable = fn.name in judge.ctx.reachable or fn.name == "__main__"
@@ -198,12 +201,13 @@ def _first(
     lin: list[tuple[str, int, int, str, bool]],
     st: Step,
     sites: set[tuple[int, int]],
+    start: int = 0,
 ) -> tuple[int, bool, int, int, bool] | None:
-    """Position of a step in a linearised scope: a call named like the step's key (strong),
-    else the first line that matches it."""
+    """Position of a step in a linearised scope, from ``start`` on: a call named like the step's
+    key (strong), else the first line that matches it."""
     keys = [k for key in st.keys for k in entity_keys(key)]
     first_line = None
-    for i, (kind, fid, ln, callee, direct) in enumerate(lin):
+    for i, (kind, fid, ln, callee, direct) in enumerate(lin[start:], start):
         if kind == "call" and keys:
             ckeys = set(chunk_info(callee)[1]) | {squash(callee)}
             if any(k in ckeys for k in keys):

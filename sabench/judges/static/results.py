@@ -1,5 +1,7 @@
 """Claims with expected results, judged from the execution record's metrics; a result the code
-writes as a literal (:mod:`sabench.judges.fabrication`) is ``fabricated_result`` and scores 0."""
+writes as a literal (:mod:`sabench.judges.fabrication`), or one that stayed the same when the run
+was re-seeded while its computation moved (:mod:`sabench.reseed`), is ``fabricated_result`` and
+scores 0."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from sabench.index import squash
 from sabench.judges.fabrication import FABRICATED, matching, reasoning
 from sabench.judges.static.claims import Claim
 from sabench.judges.static.outcome import Outcome
+from sabench.reseed import stayed_of, stayed_reasoning
 
 if TYPE_CHECKING:
     from sabench.judges.static.rules import ClaimJudge
@@ -26,6 +29,9 @@ def judge_results(
     if judge.execution is None:  # not executed: the other rules judge the claim
         return None
     ex = judge.execution
+    stayed = stayed_of((str(exp["metric"]) for exp in claim.expected), ex)
+    if stayed:  # the same number whatever the run computed: not computed by it
+        return Outcome("drifted", 0.0, FABRICATED, f"{stayed_reasoning(stayed)}.", ev)
     metrics = _flatten(ex.get("metrics") or {})
     status = ex.get("status")
     lookup = {squash(k): v for k, v in metrics.items()}

@@ -14,8 +14,10 @@ How each limit is enforced:
   files are copied in before and back out after the run, links never followed and links pointing
   outside removed (``staging.sanitize``). Without root: the workdir itself, a file-size ulimit and
   a size check afterwards.
-- time: the engine's wait with a timeout, then SIGKILL of the container (its pid 1: the kernel
-  ends every process of its pid namespace).
+- time: the engine's wait with a timeout, then SIGTERM of the run's processes (``kill -TERM -1``
+  inside the container: its pid 1 ignores a signal it has no handler for), TERM_GRACE_S for them
+  to end as they would, then SIGKILL of the container (its pid 1: the kernel ends every process
+  of its pid namespace).
 - memory / pids: the engine's cgroup limits; OOM from the engine's OOMKilled flag or the cgroup's
   oom_kill counter, read beside the run with the peak memory and pids-limit hits.
 - a dying job: every container carries labels (the run, the owner ``host:pid:start``); a watchdog

@@ -1,6 +1,6 @@
 """One container's life through the engine's API: attach to its output, start it, poll its
-cgroup beside the run (peak memory, OOM kills, pids-limit hits), wait with the time limit, kill it
-there, and read its final state."""
+cgroup beside the run (peak memory, OOM kills, pids-limit hits), wait with the time limit, end it
+there (SIGTERM, a grace period, SIGKILL), and read its final state."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sabench.sandbox.cgroups import cgroup_dir, cgroup_mounts, read_stat_key
-from sabench.sandbox.common import LogCapture
+from sabench.sandbox.common import TERM_GRACE_S, LogCapture
 
 
 @dataclass
@@ -153,8 +153,7 @@ def run_container(
         waited = api.wait(cid, timeout=time_limit_s)
     except requests.exceptions.RequestException:
         timed_out = True
-        with contextlib.suppress(Exception):
-            api.kill(cid)
+        _end(api, cid)
         waited = api.wait(cid, timeout=60)
     wall = round(time.monotonic() - started, 3)
     poll.stop.set()
@@ -190,3 +189,21 @@ def short_error(exc: BaseException) -> str:
     text = getattr(exc, "explanation", None) or str(exc) or type(exc).__name__
     text = str(text).strip()
     return text.splitlines()[0][:500] if text else type(exc).__name__
+
+
+def _end(api: Any, cid: str) -> None:
+    """SIGTERM to the run's processes, TERM_GRACE_S to end as they would (a traced Python sends
+    its record), then SIGKILL of the container. The container's pid 1 ignores a signal it has no
+    handler for, so the SIGTERM is ``kill -TERM -1`` run inside it as the run's user: every
+    process but pid 1 and itself."""
+    import requests
+
+    with contextlib.suppress(Exception):
+        api.exec_start(api.exec_create(cid, ["/bin/sh", "-c", "kill -TERM -1"]), detach=True)
+    try:
+        api.wait(cid, timeout=TERM_GRACE_S)
+        return
+    except requests.exceptions.RequestException:
+        pass
+    with contextlib.suppress(Exception):
+        api.kill(cid)

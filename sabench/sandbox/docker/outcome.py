@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from sabench.sandbox import RunResult, SandboxSpec
-from sabench.sandbox.common import XFSZ_MESSAGE, LogCapture, classify, tree_bytes, write_log
+from sabench.sandbox.common import (
+    TERM_GRACE_S,
+    XFSZ_MESSAGE,
+    LogCapture,
+    classify,
+    tree_bytes,
+    write_log,
+)
 from sabench.sandbox.docker.output import OutputStage
 
 
@@ -57,7 +64,10 @@ def finish_run(
     )
     enforcement["memory"] = f"{engine} cgroup limit (memory = memory+swap = mem_mb)"
     enforcement["pids"] = f"{engine} pids limit"
-    enforcement["time"] = "engine wait with a timeout, then SIGKILL of the container"
+    enforcement["time"] = (
+        f"engine wait with a timeout; SIGTERM of the run's processes, SIGKILL of the container "
+        f"{TERM_GRACE_S:g} s later"
+    )
     enforcement["peak_mem"] = (
         "container cgroup high-water mark, polled every 50 ms"
         if res.get("cgroup")
