@@ -336,3 +336,47 @@ def test_code_reached_only_under_a_check_is_not_the_runs(
     else:
         assert (verdict, mode) == ("drifted", "check_dependent"), why
         assert "`_paper_order` (steps.py:" in why
+
+
+SIZE_SWITCH = """
+def mean_of(xs):
+    if len(xs) > {limit}:
+        return sorted(xs)[len(xs) // 2]
+    return sum(xs) / len(xs)
+"""
+
+
+@pytest.mark.parametrize("limit", [8, 1000], ids=["switches", "honest"])
+def test_a_check_passing_on_a_branch_the_run_never_took_is_unconfirmed(
+    runtime: dict, tmp_path: Path, limit: int
+) -> None:
+    """The run (20 numbers) takes the median above the limit; the check's 3 numbers take the
+    mean: the pass is on a path the run never ran, in a function it did run (at most partial)."""
+    main = "import stats\nv = stats.mean_of(list(range(20)) + [100])\nopen('results.json', 'w').write('{}')\n"
+    executed = _executed(
+        tmp_path, runtime, "", main=main, extra={"stats.py": SIZE_SWITCH.format(limit=limit)}
+    )
+    record = json.loads((executed.parent / "execution.json").read_text())
+    check = "import stats\nassert stats.mean_of([1, 2, 6]) == 3\n"
+    verdict, _, why = _judge(executed, runtime, check, record)
+    if limit == 1000:
+        assert verdict == "aligned", why
+    else:
+        assert verdict == "partial" and "stats.py:5" in why, why
+
+
+def test_a_pass_beside_a_proven_inconsistency_is_unconfirmed() -> None:
+    from sabench.contracts import Judgment
+    from sabench.judges.exec_judge import _unconfirmed_beside_inconsistent
+
+    def row(sau_id: str, verdict: str, reasoning: str) -> Judgment:
+        return Judgment(sau_id, "D2", verdict, None, reasoning=reasoning)
+
+    passed = row("p-1", "aligned", "check pass: f squares")
+    expected = row("p-3", "aligned", "expected pass: acc = 0.9")
+    alone = _unconfirmed_beside_inconsistent([passed, expected])
+    assert [j.verdict for j in alone] == ["aligned", "aligned"]
+    proof = row("p-2", "drifted", "check inconsistent: m.g returns 2 where it returned 1")
+    rows = _unconfirmed_beside_inconsistent([passed, proof, expected])
+    assert [j.verdict for j in rows] == ["partial", "drifted", "aligned"]
+    assert rows[0].score == 0.25 and "p-2" in rows[0].reasoning

@@ -258,6 +258,23 @@ def _check_only(
     return out
 
 
+def _lines_only_under_check(
+    index: CodeIndex, lines_run: Mapping[str, Any], under_check: Mapping[str, Any]
+) -> list[str]:
+    """Lines, as ``file:line``, of functions the run ran, that ran under the check and never in
+    the run: a branch the check took and the run did not (``if len(X) > 64: <fast path>``), so
+    what the check passed on is not all the run ran."""
+    out = []
+    for d in index.definitions:
+        path = index.files[d.fid].path
+        ran, seen = set(lines_run.get(path) or ()), set(under_check.get(path) or ())
+        body = set(range(d.start + 1, d.end + 1))
+        extra = sorted((body & seen) - ran)
+        if body & ran and extra:
+            out.append(f"{path}:{extra[0]}")
+    return sorted(set(out))
+
+
 def _never_ran(
     index: CodeIndex, lines_run: Mapping[str, Any], module: str, name: str
 ) -> Definition | None:
@@ -302,6 +319,14 @@ def _after_pass(
                 " of which the submission's own run ran nothing: code reachable only under a check"
             )
             return dataclasses.replace(outcome, kind="inconsistent", detail=note)
+        other = _lines_only_under_check(index, lines_run, outcome.lines)
+        if other:
+            note = (
+                f"{outcome.detail}; but under the check the code ran {', '.join(other[:3])},"
+                " which the submission's own run never ran: the check confirmed a path the run"
+                " did not take (at most partial)"
+            )
+            return dataclasses.replace(outcome, kind="unconfirmed", detail=note)
     unused = _unused_targets(check, index, lines_run)
     if unused:
         note = (
@@ -463,7 +488,26 @@ def judge_exec(
             "sandbox_error",
             f"{len(sandbox_faults)} check(s) could not run: {sandbox_faults[0]}",
         )
-    return judgments
+    return _unconfirmed_beside_inconsistent(judgments)
+
+
+def _unconfirmed_beside_inconsistent(judgments: list[Judgment]) -> list[Judgment]:
+    """Once one check proved that the code under the checks behaves otherwise than in the run
+    (``inconsistent``: a replayed call answered differently, or code ran only under a check),
+    a check that passed on the same code confirms nothing about the run: at most partial."""
+    proof = next((j.sau_id for j in judgments if "check inconsistent:" in j.reasoning), None)
+    if proof is None:
+        return judgments
+    note = (
+        f"\nbut the check of {proof} proved that this submission's code behaves otherwise under"
+        " a check than in its own run: a pass confirms nothing about the run (at most partial)"
+    )
+    return [
+        dataclasses.replace(j, verdict="partial", score=UNREACHED_CAP, reasoning=j.reasoning + note)
+        if j.verdict == "aligned" and j.reasoning.startswith("check pass")
+        else j
+        for j in judgments
+    ]
 
 
 def judge(inputs: JudgeInputs) -> list[Judgment]:
