@@ -380,3 +380,39 @@ def test_a_pass_beside_a_proven_inconsistency_is_unconfirmed() -> None:
     rows = _unconfirmed_beside_inconsistent([passed, proof, expected])
     assert [j.verdict for j in rows] == ["partial", "drifted", "aligned"]
     assert rows[0].score == 0.25 and "p-2" in rows[0].reasoning
+
+
+OBJECTIVE = """
+class Objective:
+    def __init__(self, xs):
+        self.xs = xs
+
+    def __call__(self, c):
+        return sum((x - c) ** 2 for x in self.xs)
+
+
+def loss(xs, c):
+    return {body}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "verdict"),
+    [
+        ("Objective(xs)(c)", "aligned"),  # the run's own computation, under the name the check uses
+        ("sum((x - c) ** 2 for x in xs)", "missing"),  # a formula of its own the run never ran
+    ],
+)
+def test_a_wrapper_the_run_never_called_is_credited_only_for_the_runs_code(
+    runtime: dict, tmp_path: Path, body: str, verdict: str
+) -> None:
+    main = (
+        "from objective import Objective\nprint(Objective([1.0, 2.0])(1.5))\n"
+        "open('results.json', 'w').write('{}')\n"
+    )
+    extra = {"objective.py": OBJECTIVE.format(body=body)}
+    executed = _executed(tmp_path, runtime, "", main=main, extra=extra)
+    record = json.loads((executed.parent / "execution.json").read_text())
+    check = "from objective import loss\nassert loss([1.0, 3.0], 2.0) == 2.0\n"
+    got, _, why = _judge(executed, runtime, check, record)
+    assert got == verdict, why

@@ -35,6 +35,7 @@ import dataclasses
 import json
 import logging
 import os
+import textwrap
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -207,20 +208,51 @@ def _imported(check_text: str) -> list[tuple[str, str]]:
 
 
 def _unused_targets(
-    check_text: str, index: CodeIndex, lines_run: Mapping[str, Any] | None
+    check_text: str,
+    index: CodeIndex,
+    lines_run: Mapping[str, Any] | None,
+    under_check: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """What the check takes from the submission (:func:`_imported`) that the submission's own
     run never ran, as ``name (file:line)``: by the run's trace where there is one (no line of the
-    body ran), else by reading the code (nothing reaches it from an entry point)."""
+    body ran), else by reading the code (nothing reaches it from an entry point). A wrapper that
+    computes nothing itself (``return Objective(X, y)(w)``) and under the check ran only code
+    the run ran is the run's computation under another name: not unused."""
     out = []
     for module, name in _imported(check_text):
         if lines_run is None:
             d = index.dead_definition(module, name)
         else:
             d = _never_ran(index, lines_run, module, name)
+            if d is not None and under_check and _delegates_to_run(index, d, lines_run, under_check):
+                d = None
         if d is not None:
             out.append(f"`{name}` ({index.files[d.fid].path}:{d.start})")
     return out
+
+
+def _delegates_to_run(
+    index: CodeIndex, d: Definition, lines_run: Mapping[str, Any], under_check: Mapping[str, Any]
+) -> bool:
+    """``d`` does no arithmetic of its own, and every line of a function body that the check ran
+    outside ``d`` the run ran too (and there is one)."""
+    source = "\n".join(index.files[d.fid].lines[d.start - 1 : d.end])
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return False
+    if any(isinstance(n, ast.BinOp | ast.UnaryOp | ast.Compare) for n in ast.walk(tree)):
+        return False
+    own = (index.files[d.fid].path, set(range(d.start, d.end + 1)))
+    elsewhere = False
+    for x in index.definitions:
+        path = index.files[x.fid].path
+        body = set(range(x.start + 1, x.end + 1)) - (own[1] if path == own[0] else set())
+        seen = body & set(under_check.get(path) or ())
+        if not seen <= set(lines_run.get(path) or ()):
+            return False
+        elsewhere = elsewhere or bool(seen)
+    return elsewhere
 
 
 def _target_sites(check_text: str, index: CodeIndex) -> list[Evidence]:
@@ -327,7 +359,7 @@ def _after_pass(
                 " did not take (at most partial)"
             )
             return dataclasses.replace(outcome, kind="unconfirmed", detail=note)
-    unused = _unused_targets(check, index, lines_run)
+    unused = _unused_targets(check, index, lines_run, outcome.lines)
     if unused:
         note = (
             f"{outcome.detail}; but nothing in the submission runs"
