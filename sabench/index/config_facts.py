@@ -30,43 +30,25 @@ def yaml_facts(index: CodeIndex, sf: SourceFile, text: str) -> bool:
                 if not isinstance(k, yaml.ScalarNode):
                     continue
                 key = str(k.value)
-                line = k.start_mark.line + 1
-                if isinstance(v, yaml.ScalarNode):
-                    numbers = _yaml_number(v)
-                    terms = leaf_terms(key)
-                    if terms:
-                        index.facts.append(
-                            Fact(
-                                "config",
-                                ".".join((*path, key)),
-                                str(v.value)[:120],
-                                numbers,
-                                sf.path,
-                                line,
-                                terms,
-                                path,
-                            )
+                items = [v] if isinstance(v, yaml.ScalarNode) else v.value[:16]
+                scalars = isinstance(v, yaml.ScalarNode | yaml.SequenceNode) and all(
+                    isinstance(e, yaml.ScalarNode) for e in items
+                )
+                terms = leaf_terms(key)
+                if scalars and terms:  # a value, or a list of values
+                    index.facts.append(
+                        Fact(
+                            "config",
+                            ".".join((*path, key)),
+                            ", ".join(str(e.value) for e in items)[:120],
+                            tuple(n for e in items for n in _yaml_number(e)),
+                            sf.path,
+                            k.start_mark.line + 1,
+                            terms,
+                            path,
                         )
-                elif isinstance(v, yaml.SequenceNode) and all(
-                    isinstance(e, yaml.ScalarNode) for e in v.value[:16]
-                ):
-                    numbers = tuple(n for e in v.value[:16] for n in _yaml_number(e))
-                    terms = leaf_terms(key)
-                    if terms:
-                        index.facts.append(
-                            Fact(
-                                "config",
-                                ".".join((*path, key)),
-                                ", ".join(str(e.value) for e in v.value[:16])[:120],
-                                numbers,
-                                sf.path,
-                                line,
-                                terms,
-                                path,
-                            )
-                        )
-                    stack.append((v, (*path, key)))
-                else:
+                    )
+                if not isinstance(v, yaml.ScalarNode):
                     stack.append((v, (*path, key)))
         elif isinstance(cur, yaml.SequenceNode):
             for e in cur.value[:200]:
