@@ -473,3 +473,19 @@ def test_imports_of_the_submission_as_a_package_reach_its_files(tmp_path: Path) 
     }
     dead = _dead(tmp_path, files)
     assert dead == {"get": False, "other": True}
+
+
+def test_a_name_a_module_lacks_is_the_one_other_definition_of_it(tmp_path: Path) -> None:
+    """What a check takes as ``main.gen`` is main's ``gen``; where main has none, the one other
+    file's that defines it; where several do, none (the harness cannot tell which)."""
+    files = {
+        "main.py": "import data\n\n\ndef run():\n    return data.gen()\n",
+        "data.py": "def gen():\n    return 1\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    found = build_index(tmp_path).module_definitions("main", "gen")
+    assert [(d.name, d.start) for d in found] == [("gen", 1)]
+    assert build_index(tmp_path).module_definitions("main", "run")[0].start == 4
+    (tmp_path / "old.py").write_text("def gen():\n    return 2\n")
+    assert build_index(tmp_path).module_definitions("main", "gen") == []

@@ -320,13 +320,22 @@ class CodeIndex:
                 out.setdefault(".".join(parts[k:]), []).append(fid)
         return out
 
+    def module_definitions(self, module: str, name: str) -> list[Definition]:
+        """The module-level definitions ``name`` of ``module`` (as an import names it); where that
+        module has none, those of the one other file that defines it (the check harness's rule,
+        docs/checks.md "Where a check's target lives"): a claim is about the paper's function
+        wherever the submission puts it. Empty when several other files define it."""
+        fids = set(self.module_files().get(module, ()))
+        named = [d for d in self.definitions if d.parent is None and d.name == name]
+        own = [d for d in named if d.fid in fids]
+        if own or len({d.fid for d in named}) != 1:
+            return own
+        return named
+
     def dead_definition(self, module: str, name: str) -> Definition | None:
         """The module-level definition ``name`` of ``module`` (as an import names it) when
         nothing runs it: what a test of that function exercises, and the pipeline never does."""
-        fids = set(self.module_files().get(module, ()))
-        found = [
-            d for d in self.definitions if d.parent is None and d.fid in fids and d.name == name
-        ]
+        found = self.module_definitions(module, name)
         if found and all((d.fid, d.start) in self.dead for d in found):
             return found[0]
         return None
