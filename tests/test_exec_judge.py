@@ -374,6 +374,26 @@ def test_a_module_the_submission_lacks_stands_in_for_its_definitions(
 
 
 @pytest.mark.bwrap
+def test_threads_of_the_code_under_test_take_turns_calling_the_checks_spy(
+    executed: Path, runtime: dict
+) -> None:
+    """A thread pool of the code under test calls the check's spy from several threads at once:
+    each call crosses whole (one callback on the channel at a time), and every call is seen."""
+    (executed / "main.py").write_text(
+        "from concurrent.futures import ThreadPoolExecutor\n\n\n"
+        "def gen(x):\n    return x + 2\n\n\n"
+        "def main():\n"
+        "    with ThreadPoolExecutor(8) as pool:\n"
+        "        return sum(pool.map(lambda x: gen(x), [1] * 64))\n"
+    )
+    text = SPY_CHECK.replace("main.main() == 3", "main.main() == 192").replace(
+        "calls == [(1,)]", "calls == [(1,)] * 64"
+    )
+    out = check(text, executed, runtime)
+    assert out.kind == "pass", (out.detail, out.tail)
+
+
+@pytest.mark.bwrap
 def test_what_a_check_sees(executed: Path, runtime: dict) -> None:
     """cwd and sys.path[0] are the submission copy; no check, runner, paper or SAU anywhere the
     code under test could look (files, mounts, environment); a submission file named like a

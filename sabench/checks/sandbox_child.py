@@ -1,5 +1,5 @@
 
-import builtins, importlib, traceback
+import builtins, importlib, threading, traceback
 
 REQ, REP, SUBMISSION = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 sys.argv = json.loads(sys.argv[4]) or sys.argv  # the run's own command line, as its code saw it
@@ -42,11 +42,17 @@ class CheckCallbackError(Exception):
     """A function of the check, called by the code under test, raised."""
 
 
+#: one callback on the channel at a time: threads of the code under test (a thread pool calling a
+#: check's spy) take turns, so their messages never interleave on the pipe
+CALLBACK_TURN = threading.RLock()
+
+
 def stub(cid):
     def from_the_check(*args, **kwargs):
-        send(REP, with_states({"op": "callback", "id": cid, "args": encode(list(args), keep),
-                               "kwargs": encode(kwargs, keep)}))
-        reply = serve()
+        with CALLBACK_TURN:
+            send(REP, with_states({"op": "callback", "id": cid, "args": encode(list(args), keep),
+                                   "kwargs": encode(kwargs, keep)}))
+            reply = serve()
         if "ok" in reply:
             return decode(reply["ok"], resolve)
         raise CheckCallbackError("a function of the check raised (see the check's traceback)")
