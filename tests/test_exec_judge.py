@@ -314,6 +314,85 @@ def test_submission_exit_during_import_is_not_a_pass(executed: Path, runtime: di
     assert out.where == ("runner.py", 2)
 
 
+SPY_CHECK = """
+import main
+
+calls = []
+real = main.gen
+
+
+def spy(*args):
+    calls.append(args)
+    return real(*args)
+
+
+main.gen = spy
+assert main.main() == 3
+assert calls == [(1,)], calls
+"""
+
+
+@pytest.mark.bwrap
+def test_a_check_finds_its_target_where_the_submission_defines_it(
+    executed: Path, runtime: dict
+) -> None:
+    """The check names ``main.gen``; main reaches ``gen`` as an attribute of a module it loads
+    (``importlib``): the check gets that module's ``gen``, and its spy is called where main calls
+    it. Defined in two other files, the check cannot tell which is the paper's (an error, never
+    drift); defined nowhere, the look-up fails as before."""
+    (executed / "main.py").write_text(
+        "import importlib\n\ndata = importlib.import_module('data')\n\n\n"
+        "def main():\n    return data.gen(1)\n"
+    )
+    (executed / "data.py").write_text("def gen(x):\n    return x + 2\n")
+    out = check(SPY_CHECK, executed, runtime)
+    assert out.kind == "pass", (out.detail, out.tail)
+    (executed / "data.py").write_text("def gen(x):\n    return x + 1\n")
+    out = check(SPY_CHECK, executed, runtime)
+    assert out.kind == "fail" and "AssertionError" in out.detail, (out.detail, out.tail)
+    (executed / "old.py").write_text("def gen(x):\n    return x + 2\n")
+    out = check(SPY_CHECK, executed, runtime)
+    assert out.kind == "error" and "data.py, old.py" in out.detail, (out.detail, out.tail)
+    out = check("import main\nmain.nowhere()", executed, runtime)
+    assert out.kind == "fail" and "nowhere" in out.detail, (out.detail, out.tail)
+
+
+@pytest.mark.bwrap
+def test_a_module_the_submission_lacks_stands_in_for_its_definitions(
+    executed: Path, runtime: dict
+) -> None:
+    """A notebook flattened into one script has no module ``main``: the check's ``main.main`` and
+    ``main.gen`` are the script's, spied where the script calls them; a name the submission
+    defines nowhere is still an omission."""
+    (executed / "notebook.py").write_text(
+        "def gen(x):\n    return x + 2\n\n\ndef main():\n    return gen(1)\n\n\nprint(main())\n"
+    )
+    out = check(SPY_CHECK, executed, runtime)
+    assert out.kind == "pass", (out.detail, out.tail)
+    out = check("from main import nowhere", executed, runtime)
+    assert out.kind == "missing", (out.detail, out.tail)
+
+
+@pytest.mark.bwrap
+def test_threads_of_the_code_under_test_take_turns_calling_the_checks_spy(
+    executed: Path, runtime: dict
+) -> None:
+    """A thread pool of the code under test calls the check's spy from several threads at once:
+    each call crosses whole (one callback on the channel at a time), and every call is seen."""
+    (executed / "main.py").write_text(
+        "from concurrent.futures import ThreadPoolExecutor\n\n\n"
+        "def gen(x):\n    return x + 2\n\n\n"
+        "def main():\n"
+        "    with ThreadPoolExecutor(8) as pool:\n"
+        "        return sum(pool.map(lambda x: gen(x), [1] * 64))\n"
+    )
+    text = SPY_CHECK.replace("main.main() == 3", "main.main() == 192").replace(
+        "calls == [(1,)]", "calls == [(1,)] * 64"
+    )
+    out = check(text, executed, runtime)
+    assert out.kind == "pass", (out.detail, out.tail)
+
+
 @pytest.mark.bwrap
 def test_what_a_check_sees(executed: Path, runtime: dict) -> None:
     """cwd and sys.path[0] are the submission copy; no check, runner, paper or SAU anywhere the

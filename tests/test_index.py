@@ -423,6 +423,35 @@ def test_a_module_nothing_runs_or_imports_is_dead(tmp_path: Path) -> None:
     assert (old, 4) in idx.dead  # a function nothing calls is still dead
 
 
+def test_a_module_loaded_from_its_file_runs_where_its_loader_is_called(tmp_path: Path) -> None:
+    """A helper around ``spec_from_file_location`` whose path is built from ``__file__`` loads
+    the module its literal argument names: that module runs (a formula in it is the pipeline's),
+    and a module no call names stays dead; a loader with no literal name may load any module."""
+    loader = (
+        "import importlib.util\nfrom pathlib import Path\n\n\n"
+        "def load_module(name):\n"
+        "    path = Path(__file__).resolve().parent.joinpath(*name.split('.'))"
+        ".with_suffix('.py')\n"
+        "    spec = importlib.util.spec_from_file_location(name, path)\n"
+        "    module = importlib.util.module_from_spec(spec)\n"
+        "    spec.loader.exec_module(module)\n"
+        "    return module\n\n\n"
+    )
+    files = {
+        "main.py": loader + "losses = load_module('pkg.losses')\n\n\n"
+        "if __name__ == '__main__':\n    print(losses.mse())\n",
+        "pkg/__init__.py": "",
+        "pkg/losses.py": "def mse():\n    return 0.0\n",
+        "old.py": "def legacy():\n    return 1\n",
+    }
+    assert _dead(tmp_path, files) == {"load_module": False, "mse": False, "legacy": True}
+    computed = (
+        loader + "if __name__ == '__main__':\n    for name in ['pkg.losses']:\n"
+        "        print(load_module(name).mse())\n"
+    )
+    assert _dead(tmp_path, {**files, "main.py": computed})["mse"] is False
+
+
 def test_imports_of_the_submission_as_a_package_reach_its_files(tmp_path: Path) -> None:
     """A submission written as the package ``luno`` imports its own ``config.py`` as
     ``luno.config``."""
@@ -433,3 +462,19 @@ def test_imports_of_the_submission_as_a_package_reach_its_files(tmp_path: Path) 
     }
     dead = _dead(tmp_path, files)
     assert dead == {"get": False, "other": True}
+
+
+def test_a_name_a_module_lacks_is_the_one_other_definition_of_it(tmp_path: Path) -> None:
+    """What a check takes as ``main.gen`` is main's ``gen``; where main has none, the one other
+    file's that defines it; where several do, none (the harness cannot tell which)."""
+    files = {
+        "main.py": "import data\n\n\ndef run():\n    return data.gen()\n",
+        "data.py": "def gen():\n    return 1\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    found = build_index(tmp_path).module_definitions("main", "gen")
+    assert [(d.name, d.start) for d in found] == [("gen", 1)]
+    assert build_index(tmp_path).module_definitions("main", "run")[0].start == 4
+    (tmp_path / "old.py").write_text("def gen():\n    return 2\n")
+    assert build_index(tmp_path).module_definitions("main", "gen") == []

@@ -1,5 +1,5 @@
 
-import builtins, importlib, traceback
+import builtins, importlib, threading, traceback
 
 REQ, REP, SUBMISSION = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 sys.argv = json.loads(sys.argv[4]) or sys.argv  # the run's own command line, as its code saw it
@@ -42,11 +42,17 @@ class CheckCallbackError(Exception):
     """A function of the check, called by the code under test, raised."""
 
 
+#: one callback on the channel at a time: threads of the code under test (a thread pool calling a
+#: check's spy) take turns, so their messages never interleave on the pipe
+CALLBACK_TURN = threading.RLock()
+
+
 def stub(cid):
     def from_the_check(*args, **kwargs):
-        send(REP, with_states({"op": "callback", "id": cid, "args": encode(list(args), keep),
-                               "kwargs": encode(kwargs, keep)}))
-        reply = serve()
+        with CALLBACK_TURN:
+            send(REP, with_states({"op": "callback", "id": cid, "args": encode(list(args), keep),
+                                   "kwargs": encode(kwargs, keep)}))
+            reply = serve()
         if "ok" in reply:
             return decode(reply["ok"], resolve)
         raise CheckCallbackError("a function of the check raised (see the check's traceback)")
@@ -95,11 +101,45 @@ def signature(fn):
              else p.default] for p in inspect.signature(fn).parameters.values()]
 
 
+def submission_modules():
+    """The modules loaded from the submission's files: those in sys.modules, and the modules
+    they hold (one loaded by ``spec_from_file_location`` need not be in sys.modules)."""
+    root, module = os.path.realpath(SUBMISSION) + "/", type(sys)
+    found = {}
+    for mod in [m for m in list(sys.modules.values()) if isinstance(m, module)]:
+        for m in [mod, *(v for v in list(vars(mod).values()) if isinstance(v, module))]:
+            path = getattr(m, "__file__", None)
+            if isinstance(path, str) and os.path.realpath(path).startswith(root):
+                found[id(m)] = m
+    return list(found.values())
+
+
+def module_of(rel, name):
+    """The module the code under test loaded from the file ``rel``, else that file imported."""
+    path = os.path.realpath(os.path.join(SUBMISSION, rel))
+    for mod in submission_modules():
+        if os.path.realpath(mod.__file__) == path:
+            return mod
+    return importlib.import_module(name)
+
+
+def rebind(owner, name, value):
+    """Set ``owner.name`` and every binding of the same function in the submission's modules
+    (``from data import f`` in another module): a check's spy is called where the code calls."""
+    old = getattr(owner, name, None)
+    for mod in submission_modules():
+        if mod is owner or (old is not None and getattr(mod, name, None) is old):
+            setattr(mod, name, value)
+    setattr(owner, name, value)
+
+
 def handle(m):
     try:
         op = m["op"]
         if op == "import":
             value = importlib.import_module(m["name"])
+        elif op == "module_of":
+            value = module_of(m["path"], m["name"])
         elif op == "global_rng":  # replay: the global random states the recorded call began with
             value = set_global_rngs(decode(m["state"], resolve))
         elif op == "lines":  # what ran here, by the trace the real run also had (if any)
@@ -111,6 +151,8 @@ def handle(m):
                 value = getattr(target, m["name"])
             elif op == "setattr":
                 value = setattr(target, m["name"], decode(m["value"], resolve))
+            elif op == "rebind":
+                value = rebind(target, m["name"], decode(m["value"], resolve))
             elif op == "call":
                 value = target(*decode(m["args"], resolve), **decode(m["kwargs"], resolve))
             elif op == "special":

@@ -326,20 +326,120 @@ class Remote:
             for name, kind, has, default in self._special("signature")])
 
 
+class Undecidable(Exception):
+    """What the check takes from a module the submission defines in several other places: the
+    check cannot tell which is the paper's, so it decides nothing (an error, never drift)."""
+
+
+class Absent(ModuleNotFoundError):
+    """The module the check names is not the submission's, nor does the submission define the
+    name it wants anywhere: an omission."""
+
+
+def top_level_definitions():
+    """Name -> the submission's Python files (relative) defining it at module level (a function
+    or class), and the (file, name) pairs its files bind by ``from m import name``: read before
+    any code under test runs, so what that code writes later is not in them."""
+    found, imported = {}, set()
+    for folder, dirs, names in os.walk(SUBMISSION):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+        for file in sorted(n for n in names if n.endswith(".py")):
+            path = os.path.join(folder, file)
+            try:
+                if os.path.getsize(path) > (1 << 20):
+                    continue
+                with open(path, "rb") as fh:
+                    tree = ast.parse(fh.read())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            rel = os.path.relpath(path, SUBMISSION)
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    found.setdefault(node.name, []).append(rel)
+                elif isinstance(node, ast.ImportFrom):
+                    imported.update((rel, a.asname or a.name) for a in node.names)
+    return {name: list(dict.fromkeys(files)) for name, files in found.items()}, imported
+
+
+DEFINED, IMPORTED = top_level_definitions()
+
+
+def module_name(rel):
+    """The dotted name a file of the submission imports as (``esl/model.py``: ``esl.model``)."""
+    parts = rel[:-len(".py")].split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def elsewhere(module, name):
+    """The module of the code under test that defines ``name`` when ``module`` (the one the
+    check names) does not have it: the claim is about the paper's function wherever the
+    submission puts it (another module, one flattened script). None when no file defines it;
+    Undecidable when several do."""
+    files = [f for f in DEFINED.get(name, ()) if module_name(f) != module]
+    if not files:
+        return None
+    if len(files) > 1:
+        raise Undecidable("%s.%s is not there, and the submission defines %s in %s: the check "
+                          "cannot tell which is the paper's" % (module, name, name,
+                                                                ", ".join(files)))
+    return rpc({"op": "module_of", "path": files[0], "name": module_name(files[0])},
+               "the import of " + files[0])
+
+
+def moved_to(module, name):
+    """The module :func:`elsewhere` resolves ``module.name`` to when ``module``'s file does not
+    define it (read from the files; replay matches the run's calls by it), else ``module``."""
+    files = DEFINED.get(name, ())
+    if any(module_name(f) == module for f in files) or any(
+            module_name(f) == module for f, n in IMPORTED if n == name):
+        return module
+    return module_name(files[0]) if len(files) == 1 else module
+
+
 class ProxyModule(types.ModuleType):
-    """A module of the submission as the check sees it: each attribute is fetched from the child."""
+    """A module of the submission as the check sees it: each attribute is fetched from the child.
+    A name the module lacks is the submission's definition of it elsewhere (:func:`elsewhere`);
+    a check that sets that name sets it where the code under test calls it from."""
 
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__") or name.startswith("_sabench"):
             raise AttributeError(name)
-        return rpc({"op": "getattr", "ref": self.__dict__["_sabench_ref"], "name": name},
-                   "a look-up of %s.%s" % (self.__name__, name))
+        owner = self.__dict__.get("_sabench_moved", {}).get(name)
+        if owner is not None:
+            return getattr(owner, name)
+        ref = self.__dict__.get("_sabench_ref")
+        if ref is not None:
+            try:
+                return rpc({"op": "getattr", "ref": ref, "name": name},
+                           "a look-up of %s.%s" % (self.__name__, name))
+            except AttributeError:
+                owner = elsewhere(self.__name__, name)
+                if owner is None:
+                    raise
+        else:
+            owner = elsewhere(self.__name__, name)
+            if owner is None:
+                raise Absent("the submission has no module %r and defines no %r"
+                             % (self.__name__, name), name=self.__name__)
+        self.__dict__.setdefault("_sabench_moved", {})[name] = owner
+        return getattr(owner, name)
 
     def __setattr__(self, name, value):
         if name.startswith("__") and name.endswith("__") or name.startswith("_sabench"):
             return types.ModuleType.__setattr__(self, name, value)
-        rpc({"op": "setattr", "ref": self.__dict__["_sabench_ref"], "name": name,
-             "value": to_wire(value)}, "setting %s.%s" % (self.__name__, name))
+        ref = self.__dict__.get("_sabench_ref")
+        try:
+            getattr(self, name)  # where the name lives: this module, or the one defining it
+        except (AttributeError, Absent):
+            pass
+        owner = self.__dict__.get("_sabench_moved", {}).get(name)
+        if owner is not None:
+            rpc({"op": "rebind", "ref": object.__getattribute__(owner, "_ref"), "name": name,
+                 "value": to_wire(value)}, "setting %s.%s" % (self.__name__, name))
+        if ref is None:
+            return types.ModuleType.__setattr__(self, name, value)
+        rpc({"op": "setattr", "ref": ref, "name": name, "value": to_wire(value)},
+            "setting %s.%s" % (self.__name__, name))
 
 
 class SubmissionLoader:
@@ -351,6 +451,33 @@ class SubmissionLoader:
     def exec_module(module):
         ref = rpc({"op": "import", "name": module.__name__}, "the import of " + module.__name__)
         module.__dict__["_sabench_ref"] = object.__getattribute__(ref, "_ref")
+
+
+def defined_elsewhere(module):
+    """Whether the check takes from ``module`` (or a module under it) a name the submission
+    defines: only then does a module the submission lacks stand in (``import optimizer`` alone,
+    or for names defined nowhere, stays an omission)."""
+    try:
+        targets = check_targets(ast.parse(CHECK_TEXT))
+    except (SyntaxError, ValueError, TypeError):
+        return False
+    return any(n in DEFINED for m, n in targets if m == module or m.startswith(module + "."))
+
+
+class StandInLoader:
+    """A module the check names that neither the submission nor the sandbox's Python has (one
+    flattened script, a package by another name): a module of no file whose names are the
+    submission's definitions of them (:class:`ProxyModule`)."""
+
+    @staticmethod
+    def create_module(spec):
+        module = ProxyModule(spec.name)
+        module.__dict__["__path__"] = []
+        return module
+
+    @staticmethod
+    def exec_module(module):
+        pass
 
 
 def under_submission(path):
@@ -368,12 +495,16 @@ class SubmissionFinder:
             if own is not None and own.origin not in (None, "namespace"):
                 return own
             spec = finder.find_spec(name, [SUBMISSION])
+            stand_in = own is None
         else:
             parent = sys.modules.get(name.rpartition(".")[0])
             if not isinstance(parent, ProxyModule):
                 return None
             spec = finder.find_spec(name, list(parent.__dict__.get("__path__") or []))
+            stand_in = "_sabench_ref" not in parent.__dict__
         if spec is None:
+            if stand_in and defined_elsewhere(name):
+                return importlib.util.spec_from_loader(name, StandInLoader, is_package=True)
             return None
         places = [spec.origin, *(spec.submodule_search_locations or [])]
         if not any(under_submission(p) for p in places):
@@ -453,6 +584,10 @@ def classify(exc, stack):
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     if isinstance(exc, NotImplementedError):
         return "placeholder", "the code under test is a stub: " + text
+    if isinstance(exc, Absent):
+        return "missing", str(exc)
+    if isinstance(exc, Undecidable):
+        return "error", str(exc)
     if isinstance(exc, ModuleNotFoundError):
         name = exc.name or ""
         if submission_has(name) or last == CHECK:
@@ -537,6 +672,7 @@ def replay(targets):
     nothing; one that raises or exits, or a module that does not import, is left to the check."""
     STATE["phase"] = "replay"
     budget = time.monotonic() + max(1.0, TIME_LIMIT * 0.4)
+    targets = set(targets) | {(moved_to(m, n), n) for m, n in targets}
     for call in REPLAY:
         module = str(call.get("module"))
         names = [str(n) for n in [call.get("function"), *(call.get("aliases") or [])]]

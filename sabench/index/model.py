@@ -118,6 +118,24 @@ class Definition:
     bare: set[str] = field(default_factory=set)
     #: the modules its code imports
     imports: set[str] = field(default_factory=set)
+    #: its calls whose first argument is a literal module name or ``.py`` path, as (called name,
+    #: that string): ``load_module("data")`` imports ``data`` when ``load_module`` loads modules
+    loads: set[tuple[str, str]] = field(default_factory=set)
+
+
+#: calls that load the module their first argument names (or whose file it names)
+MODULE_LOADERS = frozenset(
+    {"import_module", "__import__", "spec_from_file_location", "SourceFileLoader", "load_source"}
+)
+#: those that load a module from a file path, which may be computed (``Path(__file__).parent``)
+FILE_LOADERS = frozenset({"spec_from_file_location", "SourceFileLoader", "load_source"})
+
+
+def _module_name(arg: str) -> str:
+    """The dotted module name a loader's literal argument names (``pkg/data.py`` is ``pkg.data``)."""
+    if arg.endswith(".py"):
+        return arg.removeprefix("./")[: -len(".py")].replace("/", ".")
+    return arg
 
 
 @dataclass
@@ -154,9 +172,11 @@ class CodeIndex:
     reads: set[str] = field(default_factory=set)
     #: functions, classes and private methods of the code, each with the names it reads
     definitions: list[Definition] = field(default_factory=list)
-    #: each Python code file's module-level reads, those that are bare names, and the modules
-    #: it imports: (file id, reads, bare, imports)
-    module_reads: list[tuple[int, set[str], set[str], set[str]]] = field(default_factory=list)
+    #: each Python code file's module-level reads, those that are bare names, the modules it
+    #: imports and its calls with a literal module name: (file id, reads, bare, imports, loads)
+    module_reads: list[tuple[int, set[str], set[str], set[str], set[tuple[str, str]]]] = field(
+        default_factory=list
+    )
     #: literal assignments and bare strings: (file id, first line, last line, names they bind)
     declarations: list[tuple[int, int, int, tuple[str, ...]]] = field(default_factory=list)
 
@@ -215,9 +235,10 @@ class CodeIndex:
             if d.parent is None:
                 own.setdefault((d.name, d.fid), []).append(i)
                 top.setdefault(d.fid, []).append(i)
-        modules = {fid: (reads, bare, imports) for fid, reads, bare, imports in self.module_reads}
+        modules = {fid: (r, b, i, lo) for fid, r, b, i, lo in self.module_reads}
         by_module = self.module_files()
-        entries = self._entry_fids(own)
+        loaders = self._module_loaders()
+        entries = self._entry_fids(own, loaders)
         names: set[str] = set()
         todo: list[tuple[str, int | None]] = [(n, None) for n in self._named_outside_python()]
         seen: set[tuple[str, int | None]] = set()
@@ -225,10 +246,17 @@ class CodeIndex:
         loaded: set[int] = set()
         imported: list[int] = sorted(modules) if entries is None else sorted(entries)
 
-        def read(fid: int, reads: set[str], bare: set[str], imports: set[str]) -> None:
+        def read(
+            fid: int,
+            reads: set[str],
+            bare: set[str],
+            imports: set[str],
+            loads: set[tuple[str, str]],
+        ) -> None:
             names.update(reads)
             todo.extend((n, fid if n in bare else None) for n in reads)
-            for name in imports:
+            loaded_by_name = {_module_name(arg) for callee, arg in loads if callee in loaders}
+            for name in imports | loaded_by_name:
                 parts = name.split(".")
                 for k in range(1, len(parts) + 1):  # `import a.b.c` runs a, a.b and a.b.c
                     # the submission may be the package (`luno.config` is its config.py)
@@ -247,7 +275,7 @@ class CodeIndex:
             if not (d.registered or (d.name, None) in seen or (d.name, d.fid) in seen):
                 return
             live.add(i)
-            read(d.fid, d.reads, d.bare, d.imports)
+            read(d.fid, d.reads, d.bare, d.imports, d.loads)
             for child in children.get(i, ()):
                 run(child)
 
@@ -292,25 +320,56 @@ class CodeIndex:
                 out.setdefault(".".join(parts[k:]), []).append(fid)
         return out
 
+    def module_definitions(self, module: str, name: str) -> list[Definition]:
+        """The module-level definitions ``name`` of ``module`` (as an import names it); where that
+        module has none, those of the one other file that defines it (the check harness's rule,
+        docs/checks.md "Where a check's target lives"): a claim is about the paper's function
+        wherever the submission puts it. Empty when several other files define it."""
+        fids = set(self.module_files().get(module, ()))
+        named = [d for d in self.definitions if d.parent is None and d.name == name]
+        own = [d for d in named if d.fid in fids]
+        if own or len({d.fid for d in named}) != 1:
+            return own
+        return named
+
     def dead_definition(self, module: str, name: str) -> Definition | None:
         """The module-level definition ``name`` of ``module`` (as an import names it) when
         nothing runs it: what a test of that function exercises, and the pipeline never does."""
-        fids = set(self.module_files().get(module, ()))
-        found = [
-            d for d in self.definitions if d.parent is None and d.fid in fids and d.name == name
-        ]
+        found = self.module_definitions(module, name)
         if found and all((d.fid, d.start) in self.dead for d in found):
             return found[0]
         return None
 
-    def _entry_fids(self, own: dict[tuple[str, int], list[int]]) -> set[int] | None:
+    def _module_loaders(self) -> set[str]:
+        """The names of calls that load a module named by their first argument: importlib's, and
+        the code's own functions that call one (``load_module(name)`` around
+        ``spec_from_file_location``), so ``load_module("data")`` runs ``data.py``."""
+        loaders = set(MODULE_LOADERS)
+        while True:
+            more = {d.name for d in self.definitions if d.reads & loaders} - loaders
+            if not more:
+                return loaders
+            loaders |= more
+
+    def _entry_fids(
+        self, own: dict[tuple[str, int], list[int]], loaders: set[str]
+    ) -> set[int] | None:
         """The modules that run first: scripts a shell command runs, those with a ``__main__``
         block, those that call their own functions at module level. None (every module runs)
-        when there are none, or when the code imports modules by computed names."""
-        if any(
-            "import_module" in r or "__import__" in r for _, r, _, _ in self.module_reads
-        ) or any("import_module" in d.reads or "__import__" in d.reads for d in self.definitions):
+        when there are none, or when the code imports modules by computed names: through
+        ``importlib.import_module``, or from files with no literal name that loads one of them."""
+        reads = [r for _, r, *_ in self.module_reads] + [d.reads for d in self.definitions]
+        if any("import_module" in r or "__import__" in r for r in reads):
             return None
+        if any(r & FILE_LOADERS for r in reads):
+            loads = [lo for *_, lo in self.module_reads] + [d.loads for d in self.definitions]
+            by_module = self.module_files()
+            if not any(
+                callee in loaders and _module_name(arg) in by_module
+                for lo in loads
+                for callee, arg in lo
+            ):
+                return None
         fid_of = {sf.path: i for i, sf in enumerate(self.files)}
         entries = {fid_of[p] for p in self.script_files() if p in fid_of}
         entries.update(fid_of[p] for p in self.main_blocks if p in fid_of)

@@ -19,6 +19,8 @@ _REGISTERS = re.compile(
     r"|hydra|export|script|\.(get|post|put)$",
     re.I,
 )
+#: a string that may name a module: ``data``, ``esl.model``, ``src/data.py``
+_MODULE_REF = re.compile(r"[A-Za-z_][\w.]*|[\w./-]+\.py")
 PLACEHOLDER_RE = re.compile(r"\b(TODO|FIXME|XXX|placeholder|not implemented|stub)\b", re.I)
 
 
@@ -266,6 +268,8 @@ class _PyVisitor:
         self.scope: int | None = None
         #: the modules the current scope imports (dotted names, relative ones resolved)
         self.imports: set[str] = set()
+        #: the current scope's calls with a literal module name or path (:attr:`Definition.loads`)
+        self.loads: set[tuple[str, str]] = set()
         #: ids of the statements whose results reach nothing (:mod:`.liveness`): what they read
         #: is not used
         self.inert: set[int] = set()
@@ -299,7 +303,9 @@ class _PyVisitor:
         self.index.module_calls[self.path] = self.module_calls
         if self.reads is not None:
             self.index.reads |= self.reads
-            self.index.module_reads.append((self.fid, self.reads, self.bare, self.imports))
+            self.index.module_reads.append(
+                (self.fid, self.reads, self.bare, self.imports, self.loads)
+            )
 
     def _docstring(self, node: ast.AST) -> None:
         body = getattr(node, "body", None)
@@ -464,14 +470,14 @@ class _PyVisitor:
         )
         end = node.end_lineno or node.lineno
         d = Definition(self.fid, node.lineno, end, name, self.scope, registered)
-        outer = self.reads, self.bare, self.imports, self.scope
+        outer = self.reads, self.bare, self.imports, self.loads, self.scope
         self.index.definitions.append(d)
-        self.reads, self.bare, self.imports = d.reads, d.bare, d.imports
+        self.reads, self.bare, self.imports, self.loads = d.reads, d.bare, d.imports, d.loads
         self.scope = len(self.index.definitions) - 1
         try:
             yield
         finally:
-            self.reads, self.bare, self.imports, self.scope = outer
+            self.reads, self.bare, self.imports, self.loads, self.scope = outer
 
     def _declared(self, node: ast.AST, names: tuple[str, ...]) -> None:
         end = getattr(node, "end_lineno", None) or node.lineno  # type: ignore[attr-defined]
@@ -498,6 +504,11 @@ class _PyVisitor:
         if short and self.calls_stack:
             self.calls_stack[-1].append((short, node.lineno))
         call_ctx = (*ctx, short) if short else ctx
+        if self.reads is not None and short and node.args:
+            first = node.args[0]
+            literal = first.value if isinstance(first, ast.Constant) else None
+            if isinstance(literal, str) and _MODULE_REF.fullmatch(literal):
+                self.loads.add((short, literal))
         if short == "add_argument" and node.args:
             first = node.args[0]
             flags = [

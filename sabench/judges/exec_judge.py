@@ -259,13 +259,10 @@ def _target_sites(check_text: str, index: CodeIndex) -> list[Evidence]:
     """Where the submission defines what the check takes from it (:func:`_imported`): the lines
     a verdict cites when no frame of the submission's own code says more (a failed assertion
     sits in the check, which the run folder does not keep)."""
-    modules = index.module_files()
     sites = []
     for module, name in _imported(check_text):
-        fids = set(modules.get(module, ()))
-        for d in index.definitions:
-            if d.parent is None and d.fid in fids and d.name == name:
-                sites.append(Evidence(index.files[d.fid].path, d.start, d.end))
+        for d in index.module_definitions(module, name):
+            sites.append(Evidence(index.files[d.fid].path, d.start, d.end))
     return list(dict.fromkeys(sites))
 
 
@@ -312,8 +309,7 @@ def _never_ran(
 ) -> Definition | None:
     """The module-level definition ``name`` of ``module`` none of whose body lines ran in the
     submission's own execution (its ``def`` line runs at import; a one-line body proves nothing)."""
-    fids = set(index.module_files().get(module, ()))
-    found = [d for d in index.definitions if d.parent is None and d.fid in fids and d.name == name]
+    found = index.module_definitions(module, name)
     for d in found:
         ran = set(lines_run.get(index.files[d.fid].path) or ())
         body = set(range(d.start + 1, d.end + 1))
