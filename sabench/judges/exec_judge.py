@@ -224,7 +224,11 @@ def _unused_targets(
             d = index.dead_definition(module, name)
         else:
             d = _never_ran(index, lines_run, module, name)
-            if d is not None and under_check and _delegates_to_run(index, d, lines_run, under_check):
+            if (
+                d is not None
+                and under_check
+                and _delegates_to_run(index, d, lines_run, under_check)
+            ):
                 d = None
         if d is not None:
             out.append(f"`{name}` ({index.files[d.fid].path}:{d.start})")
