@@ -5,6 +5,7 @@ compute, what a function's parameters reach. The expression half of :mod:`sabenc
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Collection, Iterator
 
@@ -121,9 +122,12 @@ class Sig:
         #: these parameters (decided over the submission, :func:`~sabench.index.liveness`)
         self.acts = True
         self.mutates: set[str] = set()
-        #: it returns nothing and raises (a stub): its arguments are left to the stub rules
-        own = list(walk_own(fn, set()))
-        self.stub = any(isinstance(n, ast.Raise) for n in own) and not any(
+        self.fn = fn
+
+    @functools.cached_property
+    def stub(self) -> bool:  # returns nothing, raises: arguments left to the stub rules
+        own = list(walk_own(self.fn, set()))
+        return any(isinstance(n, ast.Raise) for n in own) and not any(
             isinstance(n, ast.Return) and n.value is not None for n in own
         )
 

@@ -240,7 +240,7 @@ def executed_index(
             kept = _uncalled(trees, found, gone, kept, _called_unseen(trees, ran))
         for path, ids in found.items():
             inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
-            unread |= _tokens(trees[path], set())
+            unread.update(_token_list(trees[path], set()))
         unread -= set(kept)
     reads = index.reads - unread
     unopened = _unread_settings(index, execution, trees) if ran is not None else set()
@@ -421,10 +421,6 @@ def _uncalled(
                 found[p] |= ids
                 gone[p] |= ids
         kept = _kept(trees, gone)
-
-
-def _tokens(tree: ast.AST, skip: set[int]) -> set[str]:
-    return set(_token_list(tree, skip))
 
 
 def _token_list(tree: ast.AST, skip: set[int]) -> list[str]:
