@@ -38,6 +38,15 @@ def sau(sau_id: str, dimension: str, claim: str, **extra: object) -> dict:
     return {"paper": "p", "sau_id": sau_id, "dimension": dimension, "claim": claim, **extra}
 
 
+def judged_lower(wrong, right) -> bool:
+    """The wrong code judged below the right code: a lower score, or, where the judge abstained
+    on the right code (``undetermined``: no alarm), an alarm on the wrong one (scored below 1)."""
+    if right.verdict == "undetermined":
+        return wrong.score is not None and wrong.score < 1.0
+    right_score = 1.0 if right.verdict == "aligned" else right.score
+    return (wrong.score or 0.0) < right_score
+
+
 def judge_one(root: Path, dimension: str, claim: str, execution: dict | None = None, **extra):
     (j,) = judge_static(root, [sau("p-1", dimension, claim, **extra)], execution)
     for e in j.evidence:
@@ -107,8 +116,8 @@ def test_some_values_found_is_partial(tmp_path: Path) -> None:
         "a warmup of 2000 steps and label smoothing of 0.1."
     )
     j = judge_one(tmp_path, "D1", claim)
-    assert j.verdict in ("partial", "missing")
-    assert j.verdict == "missing" or 0 < j.score < 1
+    assert j.verdict in ("partial", "missing", "undetermined")  # never aligned, never drifted
+    assert j.verdict != "partial" or 0 < j.score < 1
     assert "2/5 values" in j.reasoning
 
 
@@ -251,7 +260,7 @@ def test_a_more_specific_name_decides_over_a_default(tmp_path: Path) -> None:
     write(tmp_path, {"config.py": "EMA_MOMENTUM = 0.09999\n"})
     wrong = judge_one(tmp_path, "D1", claim)
     assert "the paper's 0.9999 is 0.09999 (`EMA_MOMENTUM`" in wrong.reasoning, wrong.reasoning
-    assert (wrong.score or 0.0) < right.score
+    assert judged_lower(wrong, right)
 
     two = "Warmup: GPT uses warmup_steps=2000; nGPT uses warmup_steps=0 with a cosine schedule."
     schedule = (
@@ -521,8 +530,7 @@ def test_prose_equation_computed_with_an_inverse_operator_loses_a_level(tmp_path
         wrong = judge_one(tmp_path, "D2", CLAIM_SKIP)
         assert "computes with" in wrong.reasoning, wrong.reasoning
         assert any(e.file == "model.py" for e in wrong.evidence)
-        right_score = 1.0 if right.verdict == "aligned" else right.score
-        assert (wrong.score or 0.0) < right_score
+        assert judged_lower(wrong, right)
 
 
 _COSINE = '''import math
@@ -633,8 +641,7 @@ def test_the_code_defining_an_equations_name_is_checked(
     write(tmp_path, {"model.py": template.format(op="*", name=name)})
     wrong = judge_one(tmp_path, "D2", CLAIM_SKIP)
     assert "The code computes `c_skip` with `*` (model.py:" in wrong.reasoning, wrong.reasoning
-    right_score = 1.0 if right.verdict == "aligned" else right.score
-    assert (wrong.score or 0.0) < right_score
+    assert judged_lower(wrong, right)
 
 
 def test_a_product_with_a_reciprocal_is_a_quotient(tmp_path: Path) -> None:

@@ -247,11 +247,17 @@ def table_source(table: Table) -> str:
 # Abstaining
 # --------------------------------------------------------------------------------------------
 
+#: Below this calibrated confidence a verdict of weak overlap alone is no answer: SA-Bench's own
+#: judge gave such verdicts another level more than three times in ten. Only the surest
+#: ``missing`` (nothing located near the claim's words) stays.
+ABSTAIN_BELOW = 0.7
+
 #: What the judge says when it abstains: the claim was read and looked for, nothing decides.
 UNDETERMINED_WHY = (
     "Undetermined: the claim names no code and its words are only weakly in live code; no value, "
-    "formula, step, named item, stub or docs-only evidence decides, and word overlap alone cannot "
-    "tell a partial implementation from a claim worded unlike its code."
+    "formula, step, named item, stub or docs-only evidence decides, and word overlap alone (a "
+    "verdict SA-Bench's judge often scored otherwise) cannot tell a partial implementation from a "
+    "claim worded unlike its code."
 )
 
 
@@ -260,8 +266,9 @@ def undecided(claim: Claim | None, outcome: Outcome, in_code: bool) -> bool:
     set its level (no rule decided it, none found a contradiction, no anchor forced it), the
     claim names no code (no backticked name to match) and under ``abstain_cov`` of its weighted
     terms are credited in code, yet some of its own words are in code that could implement it
-    (``in_code``: live code, not a comment, not a stub). Such a level is no evidence of drift: the
-    claim may be worded unlike the code that implements it. A claim that names code, or whose
+    (``in_code``: live code, not a comment, not a stub), and its calibrated confidence is under
+    :data:`ABSTAIN_BELOW`. Such a level is no evidence of drift: the claim may be worded unlike the
+    code that implements it. A claim that names code, or whose
     words are mostly there, makes a missing part evidence; and where there is nothing to read
     (``claim`` None: no code or config) or none of the claim's words is in such code (an empty
     submission, stubs, comments), no code could implement it, so ``missing`` stands."""
@@ -271,7 +278,9 @@ def undecided(claim: Claim | None, outcome: Outcome, in_code: bool) -> bool:
     decided_by_rule = outcome.support < 0 or f.get("forced", 0.0) > 0
     contradicted = f.get("demoted", 0.0) > 0
     weak = f.get("cov_g", 0.0) < RULES["abstain_cov"]
-    return weak and in_code and not decided_by_rule and not contradicted
+    if not weak or not in_code or decided_by_rule or contradicted:
+        return False
+    return confidence(signals(claim, outcome)) < ABSTAIN_BELOW
 
 
 def abstain(claim: Claim | None, outcome: Outcome, in_code: bool) -> Outcome:
