@@ -16,7 +16,7 @@ by general rules per dimension:
   function -> ``placeholder``; otherwise a weighted term coverage gives aligned / partial / missing on
   SA-Bench's scale (0, .25, .5, .75, 1). A level below aligned that only the coverage sets, for a
   claim that names no code and whose words are only weakly in live code, is no evidence either
-  way: the judge abstains, ``undetermined`` (:func:`.confidence.abstain`); with nothing of the
+  way: below a calibrated confidence of 0.7 the judge abstains, ``undetermined`` (:func:`.confidence.abstain`); with nothing of the
   claim located, or nothing to read, ``missing``.
 
 A claim is implemented only by code that runs in the submission's own execution and whose result
