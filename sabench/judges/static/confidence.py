@@ -263,8 +263,9 @@ UNDETERMINED_WHY = (
 
 def undecided(claim: Claim | None, outcome: Outcome, in_code: bool) -> bool:
     """Whether a verdict below full credit rests on weak term overlap alone: the coverage bands
-    set its level (no rule decided it, none found a contradiction, no anchor forced it), the
-    claim names no code (no backticked name to match) and under ``abstain_cov`` of its weighted
+    set its level (no rule decided it, none found a contradiction, no anchor forced it, none of
+    the claim's values is missing from all live code), the
+    claim names no code (no backticked name or formula to match) and under ``abstain_cov`` of its weighted
     terms are credited in code, yet some of its own words are in code that could implement it
     (``in_code``: live code, not a comment, not a stub), and its calibrated confidence is under
     :data:`ABSTAIN_BELOW`. Such a level is no evidence of drift: the claim may be worded unlike the
@@ -272,10 +273,16 @@ def undecided(claim: Claim | None, outcome: Outcome, in_code: bool) -> bool:
     words are mostly there, makes a missing part evidence; and where there is nothing to read
     (``claim`` None: no code or config) or none of the claim's words is in such code (an empty
     submission, stubs, comments), no code could implement it, so ``missing`` stands."""
-    if claim is None or claim.names or outcome.verdict not in ("partial", "missing"):
+    if (
+        claim is None
+        or claim.names
+        or claim.formulas
+        or outcome.verdict not in ("partial", "missing")
+    ):
         return False
     f = outcome.features
-    decided_by_rule = outcome.support < 0 or f.get("forced", 0.0) > 0
+    # a value of the claim in no live code at all is evidence of absence, not weak overlap
+    decided_by_rule = outcome.support < 0 or f.get("forced", 0.0) > 0 or f.get("n_absent", 0.0) > 0
     contradicted = f.get("demoted", 0.0) > 0
     weak = f.get("cov_g", 0.0) < RULES["abstain_cov"]
     if not weak or not in_code or decided_by_rule or contradicted:
