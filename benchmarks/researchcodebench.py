@@ -21,10 +21,11 @@ Prints, in order:
    whose limit is that plus the check's start; a timeout is caught, as in RCB's harness: 50 s
    was too little for llm-sci-use, 19 s unloaded and 38 s under the exec judge's line trace,
    twice that on a loaded machine), the static judge's recall (score below 1 on the mutated
-   snippet's SAU) and drop (below its score on the reference), the exec judge's recall (running
+   snippet's SAU; an abstention, ``undetermined``, is judged and no catch), its abstentions
+   on them (``abst``) and drop (below its score on the reference), the exec judge's recall (running
    the authors' tests as the SAU's check, through the exec judge's real path) and its agreement
    with the tests on every mutant (it must equal the tests' verdict), and the false alarms of
-   both on the unmutated reference (SAUs judged below 1).
+   both on the unmutated reference (SAUs judged below 1; an abstention is judged and no alarm).
 
 With an LLM judge (``--judge llm:<model>``) it prints what judging the caught mutants' SAUs and
 the reference's SAUs would cost, ``cost: judge=<name> calls=N est_usd=X``
@@ -34,10 +35,12 @@ Test outcomes are cached under ``--cache`` (default ~/.cache/sabench-rcb; tests/
 authors' tests, keyed by every file's content hash; exec/ for the exec judge's checks), so a
 rerun takes the judges' time only. Ends with exactly one line:
 ``researchcodebench: papers=P snippets=S published_max_diff=D runnable_papers=R mutants=M
-tests_catch=C static_recall=X exec_recall=Y false_alarm=F`` (P, S: every paper and snippet of
-the snapshot; recalls over the caught mutants; F: the static judge's false alarms on the
-runnable papers' reference SAUs; the exec judge's are in the table). ``--out`` writes one JSON
-line per mutant.
+tests_catch=C static_recall=X exec_recall=Y false_alarm=F abstain_reference=A
+abstain_mutants=B`` (P, S: every paper and snippet of the snapshot; recalls over the caught
+mutants; F: the static judge's false alarms on the runnable papers' reference SAUs, its
+abstentions counted as no alarm; A, B: the static judge's abstentions on those reference SAUs
+and on the caught mutants; the exec judge's false alarms are in the table). ``--out`` writes one
+JSON line per mutant.
 """
 
 from __future__ import annotations
@@ -159,13 +162,14 @@ def llm_estimate(
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
-        f"\n{'drift type':<14} {'mutants':>7} {'caught':>7} {'static':>7} {'drop':>6} "
-        f"{'exec':>6} {'match':>6} {'FA static':>9} {'FA exec':>8}"
+        f"\n{'drift type':<14} {'mutants':>7} {'caught':>7} {'static':>7} {'abst':>6} "
+        f"{'drop':>6} {'exec':>6} {'match':>6} {'FA static':>9} {'FA exec':>8}"
     )
     for r in rows:
         print(
             f"{r['drift_type']:<14} {r['mutants']:7d} {r['caught']:7d} "
-            f"{fmt(r['static_recall']):>7} {fmt(r['static_drop']):>6} "
+            f"{fmt(r['static_recall']):>7} {fmt(r['static_abstain']):>6} "
+            f"{fmt(r['static_drop']):>6} "
             f"{fmt(r['exec_recall']):>6} {fmt(r['exec_match']):>6} "
             f"{fmt(r['false_static']):>9} {fmt(r['false_exec']):>8}"
         )
@@ -223,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     for paper, saus in work:
         static, ran = reference_verdicts(paper, saus, runtime, args.cache, runner.limits)
         static_ref[paper.paper] = static
-        false_static |= {s: float(v.drifted) for s, v in static.items() if v.score is not None}
-        false_exec |= {s: float(v.drifted) for s, v in ran.items() if v.score is not None}
+        false_static |= {s: float(v.drifted) for s, v in static.items() if v.judged}
+        false_exec |= {s: float(v.drifted) for s, v in ran.items() if v.judged}
         made = snippet_mutants(
             paper, snippet_sau_ids(paper, saus), max_per_type=args.per_snippet, seed=args.seed
         )
@@ -274,14 +278,19 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="sabench-rcb-ledger-") as ledger:
             llm_estimate(llm, work, results, args.max_usd, Path(ledger))
     total = rows[-1]
-    fa = [v for s, v in false_static.items()]
+    fa = list(false_static.values())
+    abstained = [
+        float(v.abstained) for ref in static_ref.values() for v in ref.values() if v.judged
+    ]
     print(f"total {time.perf_counter() - t_all:.0f} s")
     print(
         f"researchcodebench: papers={len(every)} snippets={n_snippets} "
         f"published_max_diff={fmt(worst, 4)} runnable_papers={len(runnable)} "
         f"mutants={total['mutants']} tests_catch={total['caught']} "
         f"static_recall={fmt(total['static_recall'])} exec_recall={fmt(total['exec_recall'])} "
-        f"false_alarm={fmt(sum(fa) / len(fa) if fa else math.nan)}"
+        f"false_alarm={fmt(sum(fa) / len(fa) if fa else math.nan)} "
+        f"abstain_reference={fmt(sum(abstained) / len(abstained) if abstained else math.nan)} "
+        f"abstain_mutants={fmt(total['static_abstain'])}"
     )
     return 0
 

@@ -9,7 +9,7 @@ Cohen's kappa, exact agreement, mean absolute error and Spearman's rho, overall 
 and the agents' scores by SA-Bench's rule with their rank correlation. Peer figures on the same data
 (README of the data): SA-Bench's evidence gate as a predictor kappa 0.146; its scorer without an
 LLM kappa 0. The archives are unpacked into a temporary folder. Ends with one line per judge:
-``agreement: judge=<name> n=N kappa=K exact=E mae=M faults=F errors=X``.
+``agreement: judge=<name> n=N kappa=K exact=E mae=M faults=F errors=X undetermined=U``.
 
 An LLM judge asks about every SAU of every run (``samples`` times each), so before any request the
 script prints ``cost: judge=<name> calls=N est_usd=X`` (prompt tokens counted on the prompts the
@@ -39,7 +39,7 @@ A fault is no verdict: a run whose judge could not finish (the provider unreacha
 its rate limit) is left out of every figure, counted (``faults``) and named on stderr, and the
 script exits 3 (a rerun redoes only those runs' missing answers); a missing or rejected API key
 stops it at once (exit 3), the spending cap too (exit 2). An SAU the judge answered with ``error``
-is left out and counted (``errors``).
+is left out and counted (``errors``), and so is one it abstained on (``undetermined``).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sabench.contracts import VERDICT_SCORES
+from sabench.contracts import UNDETERMINED, VERDICT_SCORES
 from sabench.errors import UserError
 from sabench.faults import FAULT_EXIT, Fault
 from sabench.index import CodeIndex, build_index
@@ -108,6 +108,7 @@ class Tally:
     verdicts: Counter[str] = field(default_factory=Counter)
     faults: list[str] = field(default_factory=list)
     errors: int = 0
+    undetermined: int = 0
     #: the judgments of each judge a cascade delegated to (``decided_by``)
     decided: Counter[str] = field(default_factory=Counter)
     judgments: int = 0
@@ -286,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
                         tally.verdicts[j.verdict] += 1
                         if j.decided_by:
                             tally.decided[j.decided_by] += 1
+                        if j.verdict == UNDETERMINED:
+                            tally.undetermined += 1
+                            continue
                         if j.verdict == "error" or j.score is None:
                             tally.errors += 1
                             continue
@@ -595,7 +599,8 @@ def summary_line(name: str, tally: Tally) -> str:
 
     return (
         f"agreement: judge={name} n={len(tally.rows)} kappa={fmt('kappa_qw')} "
-        f"exact={fmt('exact')} mae={fmt('mae')} faults={len(tally.faults)} errors={tally.errors}"
+        f"exact={fmt('exact')} mae={fmt('mae')} faults={len(tally.faults)} errors={tally.errors} "
+        f"undetermined={tally.undetermined}"
     )
 
 

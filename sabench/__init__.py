@@ -3,4 +3,4 @@
 __version__ = "0.1.0"
 
 #: Version of the Parquet/JSON data contracts; stored in every table's metadata.
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"

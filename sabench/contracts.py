@@ -18,7 +18,7 @@ DIMENSION_NAMES = {
     "D4": "pipeline order",
 }
 
-VERDICTS = ("aligned", "partial", "drifted", "missing", "placeholder", "error")
+VERDICTS = ("aligned", "partial", "drifted", "missing", "placeholder", "undetermined", "error")
 FAILURE_MODES = (
     "implementation_mismatch",
     "placeholder",
@@ -35,6 +35,12 @@ CRASHED = "crashed_under_check"
 CHECK_DEPENDENT = "check_dependent"
 #: Verdicts whose score is fixed; ``partial`` keeps the judge's own score, ``error`` is excluded.
 VERDICT_SCORES = {"aligned": 1.0, "drifted": 0.0, "missing": 0.0, "placeholder": 0.0}
+#: The judge looked and cannot tell (its evidence decides neither way): the claim was judged
+#: (coverage), but the verdict is no drift and no credit, so it has no score and is counted apart
+#: from the means, like ``error`` (sabench.scoring).
+UNDETERMINED = "undetermined"
+#: Verdicts without a score: a judge that failed (``error``) or abstained (``undetermined``).
+UNSCORED_VERDICTS = ("error", UNDETERMINED)
 #: The most a claim gets from code its run never reached (a run that did not complete): it may say
 #: what the paper says, and work under a check, but nothing shows that the submission's own
 #: execution uses it. Full credit would let a run that breaks at its first call (or raises on
@@ -137,7 +143,7 @@ class Judgment:
             raise ValueError(f"unknown failure mode {self.failure_mode!r}")
         if self.verdict in VERDICT_SCORES:
             self.score = VERDICT_SCORES[self.verdict]
-        elif self.verdict == "error":
+        elif self.verdict in UNSCORED_VERDICTS:
             self.score = None
         elif self.score is None or not 0.0 < self.score < 1.0:
             raise ValueError(f"a partial verdict needs a score in (0, 1), got {self.score!r}")

@@ -35,6 +35,7 @@ VERDICT_COLORS = {
     "drifted": "#c62828",
     "missing": "#9e9e9e",
     "placeholder": "#6a1b9a",
+    "undetermined": "#90a4ae",
     "error": "#212121",
 }
 FAILURE_MODE_COLORS = {

@@ -3,7 +3,9 @@
 SA-Bench's rule (``run_scores`` -> ``paper_scores`` -> ``agent_scores``)
     A claim's score comes from its verdict (aligned 1; drifted, missing, placeholder 0; partial keeps the
     judge's score). ``error`` rows (or rows without a score) are excluded from every mean and counted
-    apart: a judge failure is never drift. A run's dimension score is the mean claim score in that
+    apart: a judge failure is never drift. ``undetermined`` rows (the judge looked and cannot tell)
+    are excluded the same way and counted apart again (``n_undetermined``): judged, so coverage,
+    but never drift and never credit; a run with more such rows than scored ones gets no score. A run's dimension score is the mean claim score in that
     dimension; its ``overall`` score is the mean over the dimensions it has scores in. An agent's score is
     the mean over papers of the mean over seeds within the paper (so a paper with three seeds weighs as
     much as one with one), with a percentile bootstrap CI over papers (``sabench.stats``);
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from sabench.contracts import DIMENSIONS, VERDICT_SCORES
+from sabench.contracts import DIMENSIONS, UNDETERMINED, UNSCORED_VERDICTS, VERDICT_SCORES
 from sabench.stats import (
     BOOTSTRAP_LEVEL,
     BOOTSTRAP_RESAMPLES,
@@ -47,7 +49,17 @@ OVERALL = "overall"
 DIMENSION_ORDER = (OVERALL, *DIMENSIONS)
 RUN_KEYS = ["agent", "paper", "seed"]
 
-RUN_SCORE_COLUMNS = ["agent", "paper", "seed", "judge", "dimension", "score", "n_saus", "n_error"]
+RUN_SCORE_COLUMNS = [
+    "agent",
+    "paper",
+    "seed",
+    "judge",
+    "dimension",
+    "score",
+    "n_saus",
+    "n_error",
+    "n_undetermined",
+]
 AGENT_SCORE_COLUMNS = [
     "agent",
     "judge",
@@ -77,11 +89,12 @@ CONFUSION_COLUMNS = ["judge", "reference_verdict", "judge_verdict", "count"]
 
 def claim_scores(judgments: pd.DataFrame) -> pd.Series:
     """The score each row counts with: fixed by the verdict, the judge's own for ``partial``, NaN for
-    ``error`` (or a row without a score), so a mean with ``skipna`` leaves errors out."""
+    ``error`` and ``undetermined`` (or a row without a score), so a mean with ``skipna`` leaves
+    them out."""
     fixed = judgments["verdict"].map(VERDICT_SCORES)
     own = pd.to_numeric(judgments["score"], errors="coerce").astype(float)
     score = fixed.astype(float).where(fixed.notna(), own)
-    return score.where(judgments["verdict"] != "error")
+    return score.where(~judgments["verdict"].isin(UNSCORED_VERDICTS))
 
 
 def _dimension_key(values: pd.Series) -> pd.Series:
@@ -105,40 +118,50 @@ def sort_by_dimension(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 def run_scores(judgments: pd.DataFrame) -> pd.DataFrame:
     """Per run and judge: the mean claim score per dimension and the mean of those (``overall``).
 
-    ``n_saus`` counts the scored claims, ``n_error`` the excluded ones; a dimension with only errors
-    has a NaN score and does not enter ``overall``. A score that would rest on fewer SAUs than
-    were left out (``n_error > n_saus``) is withheld (NaN): errors are not the submission's, but
-    a score of the few claims left says little of the run (``coverage.n_runs_unscored``).
+    ``n_saus`` counts the scored claims, ``n_error`` and ``n_undetermined`` the excluded ones (the
+    judge failed, the judge abstained); a dimension with only those has a NaN score and does not
+    enter ``overall``. A score that would rest on fewer SAUs than were left out
+    (``n_error + n_undetermined > n_saus``) is withheld (NaN): errors and abstentions are not the
+    submission's, but a score of the few claims left says little of the run
+    (``coverage.n_runs_unscored``), and a judge that cannot tell most claims must not credit the
+    run with the few it can.
     """
     if judgments.empty:
         return pd.DataFrame(columns=RUN_SCORE_COLUMNS)
     frame = judgments[[*RUN_KEYS, "judge", "dimension"]].copy()
     frame["seed"] = frame["seed"].astype(str)
     frame["value"] = claim_scores(judgments).to_numpy()
-    frame["is_error"] = frame["value"].isna()
-    frame["is_scored"] = ~frame["is_error"]
+    frame["is_scored"] = frame["value"].notna()
+    frame["is_undetermined"] = (judgments["verdict"] == UNDETERMINED).to_numpy()
+    frame["is_error"] = ~frame["is_scored"] & ~frame["is_undetermined"]
     keys = [*RUN_KEYS, "judge"]
+    counted = {
+        "n_saus": ("is_scored", "sum"),
+        "n_error": ("is_error", "sum"),
+        "n_undetermined": ("is_undetermined", "sum"),
+    }
     dims = (
         frame.groupby([*keys, "dimension"], sort=False)
-        .agg(score=("value", "mean"), n_saus=("is_scored", "sum"), n_error=("is_error", "sum"))
+        .agg(score=("value", "mean"), **counted)
         .reset_index()
     )
     overall = (
         dims.groupby(keys, sort=False)
-        .agg(score=("score", "mean"), n_saus=("n_saus", "sum"), n_error=("n_error", "sum"))
+        .agg(score=("score", "mean"), **{n: (n, "sum") for n in counted})
         .reset_index()
     )
     overall["dimension"] = OVERALL
     out = pd.concat([overall, dims], ignore_index=True)[RUN_SCORE_COLUMNS]
-    out["n_saus"] = out["n_saus"].astype("int64")
-    out["n_error"] = out["n_error"].astype("int64")
+    for n in counted:
+        out[n] = out[n].astype("int64")
     out["score"] = out["score"].astype(float).where(~withheld(out))
     return sort_by_dimension(out, ["agent", "paper", "seed", "judge", "dimension"])
 
 
 def withheld(runs: pd.DataFrame) -> pd.Series:
-    """Rows of ``scores_by_run`` whose score is withheld: more SAUs in error than scored."""
-    return runs["n_error"] > runs["n_saus"]
+    """Rows of ``scores_by_run`` whose score is withheld: more SAUs in error or undetermined than
+    scored."""
+    return runs["n_error"] + runs["n_undetermined"] > runs["n_saus"]
 
 
 def paper_scores(runs: pd.DataFrame) -> pd.DataFrame:

@@ -511,7 +511,7 @@ def test_coverage_counts_the_runs_whose_score_is_withheld() -> None:
         {"agent": ["A", "A"], "paper": ["P1", "P2"], "seed": ["0", "0"], "execution_status": "ok"}
     )
     counts = pd.DataFrame(
-        {"n_saus_judged": [3], "n_saus_error": [4]},
+        {"n_saus_judged": [3], "n_saus_error": [4], "n_saus_undetermined": [0]},
         index=pd.MultiIndex.from_tuples([("A", "exec")]),
     )
     cov = agg.coverage(runs, counts, ["exec"], scores=scores)

@@ -103,7 +103,8 @@ def test_the_streamed_judgments_are_every_file_read_as_is(grid_root: tuple[Path,
     tables = agg.aggregate(root, grid, list(SAUS), out, chunk_rows=5, load_judgments=False)
     assert "judgments" not in tables
     written = pd.read_parquet(out / "judgments.parquet")
-    counted = int(tables["coverage"][["n_saus_judged", "n_saus_error"]].to_numpy().sum())
+    partition = ["n_saus_judged", "n_saus_error", "n_saus_undetermined"]
+    counted = int(tables["coverage"][partition].to_numpy().sum())
     assert len(written) == counted
     one = written[(written["agent"] == "A") & (written["paper"] == "P1") & (written["seed"] == "0")]
     source = pd.read_parquet(root / "runs" / "A" / "P1" / "0" / "judgments.parquet")

@@ -565,3 +565,32 @@ def test_operator_mutant_only_where_the_claim_states_the_operation(tmp_path: Pat
     assert "tokens = batch / 4" in m.files["train.py"]
     other = {**summed, "claim": "The learning rate is the product of the base rate and decay."}
     assert make_mutants(sub, [other], types=["operator"]) == []
+
+
+def test_an_undetermined_mutant_is_judged_and_missed() -> None:
+    """An abstention on the broken SAU is no catch; below full credit where the original was
+    undetermined is one (the judge sees what it could not tell); neither is a false alarm."""
+    from sabench.contracts import Judgment
+    from sabench.drift.evaluate import _row, _scores
+    from sabench.drift.mutants import Mutant
+
+    def scores(broken: str, other: str) -> dict:
+        return _scores(
+            [
+                Judgment("p-1", "D2", broken, 0.0 if broken == "drifted" else None),
+                Judgment("p-2", "D2", other, 1.0 if other == "aligned" else None),
+            ]
+        )
+
+    m = Mutant("p-1", "D2", "operator", "a.py", 1, "+ -> -")
+    run = {"paper": "p"}
+    missed = _row(
+        m, "static", scores("aligned", "aligned"), scores("undetermined", "aligned"), run, None
+    )
+    seen = _row(
+        m, "static", scores("undetermined", "aligned"), scores("drifted", "undetermined"), run, None
+    )
+    assert (
+        missed is not None and not missed["dropped"] and missed["mutant_verdict"] == "undetermined"
+    )
+    assert seen is not None and seen["dropped"] and seen["n_other_changed"] == 0

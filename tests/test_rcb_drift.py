@@ -219,6 +219,24 @@ def test_table_counts_caught_mutants_only_for_recall(toy: Any) -> None:
     assert rows["all"]["mutants"] == 2 and rows["all"]["false_static"] == 0.0
 
 
+def test_an_abstention_is_judged_but_no_catch_and_no_false_alarm(toy: Any) -> None:
+    """Recall counts an undetermined mutant as judged and missed; the abstentions are counted."""
+    ms = mutants(toy, max_per_type=1, types=["operator"])
+    op = ms[0]
+    caught = TestOutcome("fail", "ok", 1, 1.0)
+    results = [
+        MutantResult(op, caught, Verdict("undetermined", None), Verdict("undetermined", None)),
+        MutantResult(op, caught, Verdict("drifted", 0.0), Verdict("undetermined", None)),
+        MutantResult(op, caught, Verdict("error", None), Verdict("aligned", 1.0)),
+    ]
+    assert Verdict("undetermined", None).judged and not Verdict("undetermined", None).drifted
+    assert not Verdict("error", None).judged
+    row = {r["drift_type"]: r for r in drift_table(results, {op.sau_id: 0.0}, {})}["operator"]
+    assert row["caught"] == 3
+    assert row["static_recall"] == 0.5 and row["static_abstain"] == 0.5  # the error is left out
+    assert row["static_drop"] == 0.0  # no reference score to fall below
+
+
 # --- in the sandbox ------------------------------------------------------------------------------
 
 

@@ -305,9 +305,14 @@ def test_sabench_table_through_snakemake(sabench_data: Path, tmp_path: Path) -> 
     assert set(agreement["judge"]) == {"static"}
     assert list(agreement["dimension"]) == ["overall", "D1", "D2", "D3", "D4"]
     overall = agreement[agreement.dimension == "overall"].iloc[0]
-    assert overall["n"] == 12 * n_claims and overall["kappa_quadratic"] > 0.2
+    static = judgments[judgments.judge == "static"]
+    judged = int(static["score"].notna().sum())  # abstentions (undetermined) are left out
+    assert judged + int((static["verdict"] == "undetermined").sum()) == 12 * n_claims
+    assert overall["n"] == judged and overall["kappa_quadratic"] > 0.2
     confusion = pd.read_parquet(tables / "judge_confusion.parquet")
-    assert confusion["count"].sum() == 12 * n_claims
+    assert confusion["count"].sum() == 12 * n_claims  # every verdict, abstentions a column
+    abstained = confusion[confusion["judge_verdict"] == "undetermined"]["count"].sum()
+    assert abstained == 12 * n_claims - judged
     runs = pd.read_parquet(tables / "runs.parquet")
     assert runs["execution_status"].isna().all()  # runtime.execute: false
     page = (results / "report" / "index.html").read_text()

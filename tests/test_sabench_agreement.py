@@ -24,7 +24,8 @@ SCRIPT = REPO / "benchmarks" / "sabench_agreement.py"
 PAPER = "ridge-gd"
 F = r"(?:[01]\.\d{3}|-?0\.\d{3}|nan)"
 LINE = re.compile(
-    rf"^agreement: judge=(\S+) n=(\d+) kappa=({F}) exact=({F}) mae=({F}) faults=(\d+) errors=(\d+)$"
+    rf"^agreement: judge=(\S+) n=(\d+) kappa=({F}) exact=({F}) mae=({F}) faults=(\d+) errors=(\d+)"
+    r" undetermined=(\d+)$"
 )
 COST = re.compile(r"^cost: judge=llm:openai/scripted calls=(\d+) est_usd=(\d+\.\d{4})$")
 LLM = "llm:openai/scripted"
@@ -49,7 +50,7 @@ def agreement(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def summary(done: subprocess.CompletedProcess[str], judge: str) -> dict[str, str]:
     lines = [m for ln in done.stdout.splitlines() if (m := LINE.match(ln)) and m[1] == judge]
     assert len(lines) == 1, done.stdout + done.stderr
-    keys = ("judge", "n", "kappa", "exact", "mae", "faults", "errors")
+    keys = ("judge", "n", "kappa", "exact", "mae", "faults", "errors", "undetermined")
     return dict(zip(keys, lines[0].groups(), strict=True))
 
 

@@ -77,6 +77,40 @@ def test_a_score_resting_on_fewer_saus_than_errors_is_withheld(n_scored: int, n_
     assert overall["n_papers"] == (0 if n_error > n_scored else 1)
 
 
+def test_undetermined_is_counted_but_neither_credit_nor_drift() -> None:
+    """An abstention is judged (counted apart) and leaves the mean to the verdicts the judge gave:
+    a drift beside it still costs the run, an abstention does not raise a score."""
+    rows = [
+        ("A", "P", "0", "a", "D1", "aligned", 1.0),
+        ("A", "P", "0", "b", "D1", "drifted", 0.0),
+        ("A", "P", "0", "u", "D1", "undetermined", math.nan),
+    ]
+    runs = scoring.run_scores(judgments(rows))
+    row = by(runs, dimension="overall")
+    assert row["score"] == 0.5
+    assert (row["n_saus"], row["n_error"], row["n_undetermined"]) == (2, 0, 1)
+    assert math.isnan(scoring.claim_scores(judgments(rows)).iloc[2])
+    taxonomy = scoring.taxonomy_counts(judgments(rows))
+    drifts = taxonomy[(taxonomy["dimension"] == "overall") & taxonomy["failure_mode"].notna()]
+    assert drifts.empty  # an abstention has no failure mode: no drift type
+
+
+@pytest.mark.parametrize("n_aligned,n_undetermined", [(0, 3), (1, 2), (2, 2), (3, 1)])
+def test_a_run_the_judge_mostly_cannot_tell_gets_no_score(
+    n_aligned: int, n_undetermined: int
+) -> None:
+    """Abstentions count with errors against the scored SAUs: a run whose every (or most)
+    claims are undetermined gets no score, never the full credit of the few it could tell."""
+    rows = [("A", "P", "0", f"s{i}", "D2", "aligned", 1.0) for i in range(n_aligned)]
+    rows += [
+        ("A", "P", "0", f"u{i}", "D2", "undetermined", math.nan) for i in range(n_undetermined)
+    ]
+    rows += [("A", "P", "0", "e", "D2", "error", math.nan)]
+    row = by(scoring.run_scores(judgments(rows)), dimension="overall")
+    assert (row["n_error"], row["n_undetermined"]) == (1, n_undetermined)
+    assert math.isnan(row["score"]) == (n_undetermined + 1 > n_aligned), row.to_dict()
+
+
 def test_agent_score_averages_seeds_within_paper_before_papers() -> None:
     agents = scoring.agent_scores(scoring.run_scores(RUNS))
     overall = by(agents, dimension="overall")

@@ -38,6 +38,15 @@ def sau(sau_id: str, dimension: str, claim: str, **extra: object) -> dict:
     return {"paper": "p", "sau_id": sau_id, "dimension": dimension, "claim": claim, **extra}
 
 
+def judged_lower(wrong, right) -> bool:
+    """The wrong code judged below the right code: a lower score, or, where the judge abstained
+    on the right code (``undetermined``: no alarm), an alarm on the wrong one (scored below 1)."""
+    if right.verdict == "undetermined":
+        return wrong.score is not None and wrong.score < 1.0
+    right_score = 1.0 if right.verdict == "aligned" else right.score
+    return (wrong.score or 0.0) < right_score
+
+
 def judge_one(root: Path, dimension: str, claim: str, execution: dict | None = None, **extra):
     (j,) = judge_static(root, [sau("p-1", dimension, claim, **extra)], execution)
     for e in j.evidence:
@@ -107,8 +116,8 @@ def test_some_values_found_is_partial(tmp_path: Path) -> None:
         "a warmup of 2000 steps and label smoothing of 0.1."
     )
     j = judge_one(tmp_path, "D1", claim)
-    assert j.verdict in ("partial", "missing")
-    assert j.verdict == "missing" or 0 < j.score < 1
+    assert j.verdict in ("partial", "missing", "undetermined")  # never aligned, never drifted
+    assert j.verdict != "partial" or 0 < j.score < 1
     assert "2/5 values" in j.reasoning
 
 
@@ -251,7 +260,7 @@ def test_a_more_specific_name_decides_over_a_default(tmp_path: Path) -> None:
     write(tmp_path, {"config.py": "EMA_MOMENTUM = 0.09999\n"})
     wrong = judge_one(tmp_path, "D1", claim)
     assert "the paper's 0.9999 is 0.09999 (`EMA_MOMENTUM`" in wrong.reasoning, wrong.reasoning
-    assert (wrong.score or 0.0) < right.score
+    assert judged_lower(wrong, right)
 
     two = "Warmup: GPT uses warmup_steps=2000; nGPT uses warmup_steps=0 with a cosine schedule."
     schedule = (
@@ -521,8 +530,7 @@ def test_prose_equation_computed_with_an_inverse_operator_loses_a_level(tmp_path
         wrong = judge_one(tmp_path, "D2", CLAIM_SKIP)
         assert "computes with" in wrong.reasoning, wrong.reasoning
         assert any(e.file == "model.py" for e in wrong.evidence)
-        right_score = 1.0 if right.verdict == "aligned" else right.score
-        assert (wrong.score or 0.0) < right_score
+        assert judged_lower(wrong, right)
 
 
 _COSINE = '''import math
@@ -633,8 +641,7 @@ def test_the_code_defining_an_equations_name_is_checked(
     write(tmp_path, {"model.py": template.format(op="*", name=name)})
     wrong = judge_one(tmp_path, "D2", CLAIM_SKIP)
     assert "The code computes `c_skip` with `*` (model.py:" in wrong.reasoning, wrong.reasoning
-    right_score = 1.0 if right.verdict == "aligned" else right.score
-    assert (wrong.score or 0.0) < right_score
+    assert judged_lower(wrong, right)
 
 
 def test_a_product_with_a_reciprocal_is_a_quotient(tmp_path: Path) -> None:
@@ -1254,6 +1261,85 @@ def test_unreadable_submission_is_an_error(tmp_path: Path) -> None:
     not_a_dir.write_text("x")
     (j,) = judge_static(not_a_dir, [sau("p-1", "D1", "lr 0.1")])
     assert j.verdict == "error" and j.score is None
+
+
+# --- abstaining: undetermined ----------------------------------------------------------------
+
+RUN_TRAIN = (
+    TRAIN
+    + "\nif __name__ == '__main__':\n    print(train(np.ones((4, 2)), np.ones(4), 0.05, 10))\n"
+)
+#: a claim that names no code and whose words are only partly in TRAIN's live code
+LOOSE = (
+    "The weights are trained by gradient descent with momentum and Nesterov acceleration, "
+    "shuffling the samples every epoch."
+)
+STUBS = """\
+def train(X, y, lr, epochs):
+    \"\"\"Gradient descent on the weights.\"\"\"
+    pass
+
+
+if __name__ == "__main__":
+    train(None, None, 0.05, 10)
+"""
+
+
+def run_score(judgments: list) -> float:
+    """The run's overall score by the tables' rule."""
+    import pandas as pd
+
+    from sabench.scoring import OVERALL, run_scores
+
+    rows = [
+        {**j.row(), "agent": "a", "paper": "p", "seed": "0", "judge": "static"} for j in judgments
+    ]
+    runs = run_scores(pd.DataFrame(rows))
+    return float(runs.loc[runs["dimension"] == OVERALL, "score"].iloc[0])
+
+
+def test_weak_overlap_with_a_claim_naming_no_code_is_undetermined(tmp_path: Path) -> None:
+    """Some of the claim's words are in live code, no rule decides: no verdict and no score."""
+    write(tmp_path, {"train.py": RUN_TRAIN})
+    j = judge_one(tmp_path, "D2", LOOSE)
+    assert (j.verdict, j.score, j.failure_mode) == ("undetermined", None, None), j.reasoning
+    assert j.reasoning.startswith("Undetermined") and j.confidence == 0.0
+    # the same claim naming its code: an absent named item is evidence, not a guess
+    named = judge_one(tmp_path, "D2", LOOSE.replace("momentum", "`momentum`"))
+    assert (named.verdict, named.failure_mode) == ("missing", "omission")
+
+
+def test_a_drift_the_judge_sees_stays_drifted_beside_abstentions(tmp_path: Path) -> None:
+    """A value under its name that differs, and a stub, are decided by rules: never abstained."""
+    write(tmp_path, {"train.py": RUN_TRAIN, "config.yaml": "optim:\n  learning_rate: 0.005\n"})
+    saus = [
+        sau("p-1", "D1", "Gradient descent uses a learning rate of 0.05."),
+        sau("p-2", "D2", LOOSE),
+    ]
+    drifted, loose = judge_static(tmp_path, saus)
+    assert (drifted.verdict, drifted.score) == ("drifted", 0.0)
+    assert loose.verdict == "undetermined"
+    assert run_score([drifted, loose]) == 0.0  # the abstention lifts nothing
+    stub = tmp_path / "stub"
+    write(stub, {"train.py": STUBS})
+    (j,) = judge_static(stub, [sau("p-1", "D2", "Gradient descent updates the weights.")])
+    assert (j.verdict, j.score) == ("placeholder", 0.0)
+
+
+@pytest.mark.parametrize("files", [{}, {"train.py": STUBS}, {"README.md": LOOSE}])
+def test_a_submission_without_code_that_could_implement_the_claims_scores_zero(
+    tmp_path: Path, files: dict[str, str]
+) -> None:
+    """Empty, stubs only, or the claims as prose: nothing to abstain on, the run scores 0."""
+    write(tmp_path, files)
+    claims = [
+        LOOSE,
+        "Weights start at zero and gradient descent updates them for a fixed number of epochs.",
+        "Evaluation reports the accuracy on a held-out test split.",
+    ]
+    got = judge_static(tmp_path, [sau(f"p-{i}", "D2", c) for i, c in enumerate(claims)])
+    assert not [j for j in got if j.verdict == "undetermined"], [j.reasoning for j in got]
+    assert run_score(got) == 0.0
 
 
 # --- results from the execution record ----------------------------------------------------

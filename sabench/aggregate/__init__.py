@@ -99,6 +99,7 @@ COVERAGE_COLUMNS = [
     "n_runs_failed_execution",
     "n_saus_judged",
     "n_saus_error",
+    "n_saus_undetermined",
     "n_runs_unscored",
     "mixed_settings",
 ]
@@ -143,13 +144,16 @@ def coverage(
     mixed: dict[tuple[str, str], str] | None = None,
 ) -> pd.DataFrame:
     """Per agent and judge: runs in the grid, runs with current judgments and those without (with
-    their causes, ``cause=count``), runs whose execution did not end ``ok``, SAUs scored and SAUs
-    with an ``error`` verdict (excluded from the scores, so reported here), and runs whose score
-    is withheld because more of their SAUs are in error than scored (``scores``: scores_by_run),
+    their causes, ``cause=count``), runs whose execution did not end ``ok``, SAUs scored, SAUs
+    with an ``error`` verdict and SAUs the judge abstained on (``undetermined``: judged, so
+    covered, but excluded from the scores, so reported here), and runs whose score is withheld
+    because more of their SAUs are in error or undetermined than scored (``scores``:
+    scores_by_run),
     and the papers judged under each setting where there were several (``mixed``,
     sabench.aggregate.settings; empty: one setting).
 
-    ``counts``: SAUs judged and in error per (agent, judge) (``stream.judgment_counts``);
+    ``counts``: SAUs judged, in error and undetermined per (agent, judge)
+    (``stream.judgment_counts``);
     ``seen_judges``: the judges of the judgments, in first-seen order."""
     grid = (
         list(grid)
@@ -193,6 +197,9 @@ def coverage(
                     "n_runs_failed_execution": int(n_failed.get(agent, 0)),
                     "n_saus_judged": int(got["n_saus_judged"]) if got is not None else 0,
                     "n_saus_error": int(got["n_saus_error"]) if got is not None else 0,
+                    "n_saus_undetermined": (
+                        int(got["n_saus_undetermined"]) if got is not None else 0
+                    ),
                     "n_runs_unscored": int(unscored.get((agent, judge), 0)),
                     "mixed_settings": (mixed or {}).get((agent, judge), ONE_SETTING),
                 }
@@ -503,9 +510,11 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
         sub = scores[scores["judge"] == judge]
         lines += [f"### Judge `{judge}`", ""]
         lines.append(
-            "| agent | " + " | ".join(dims) + " | papers | runs complete | SAUs judged | errors |"
+            "| agent | "
+            + " | ".join(dims)
+            + " | papers | runs complete | SAUs judged | errors | undetermined |"
         )
-        lines.append("|---" * (len(dims) + 5) + "|")
+        lines.append("|---" * (len(dims) + 6) + "|")
         for agent in sorted({*sub["agent"], *cov.loc[cov["judge"] == judge, "agent"]}):
             rows = sub[sub["agent"] == agent].set_index("dimension")
             cells = [_cell(rows.loc[d]) if d in rows.index else "–" for d in dims]
@@ -513,6 +522,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
             c = cov[(cov["agent"] == agent) & (cov["judge"] == judge)]
             judged = int(c["n_saus_judged"].iloc[0]) if len(c) else 0
             errors = int(c["n_saus_error"].iloc[0]) if len(c) else 0
+            abstained = int(c["n_saus_undetermined"].iloc[0]) if len(c) else 0
             done = (
                 f"{int(c['n_runs_complete'].iloc[0])}/{int(c['n_runs'].iloc[0])}" if len(c) else "–"
             )
@@ -520,7 +530,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
             lines.append(
                 f"| {name} | "
                 + " | ".join(cells)
-                + f" | {n_papers} | {done} | {judged} | {errors} |"
+                + f" | {n_papers} | {done} | {judged} | {errors} | {abstained} |"
             )
         lines.append("")
     mixed = mixed_settings_line(cov)
@@ -530,7 +540,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
     lines.append(
         "Scores: SA-Bench's rule (mean claim score per dimension, overall = mean of dimensions; "
         "seeds averaged within a paper, then papers), 95% bootstrap CI over papers. "
-        "`error` verdicts are excluded and counted."
+        "`error` and `undetermined` verdicts are excluded and counted."
     )
     if any(stats.FEW_PAPERS_MARK in line for line in lines):
         lines.append(stats.FEW_PAPERS_NOTE)

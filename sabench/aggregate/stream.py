@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sabench import scoring
-from sabench.contracts import JUDGMENT_COLUMNS
+from sabench.contracts import JUDGMENT_COLUMNS, UNDETERMINED
 from sabench.errors import UserError
 from sabench.io import atomic_path, sabench_metadata
 from sabench.judges import stability
@@ -37,6 +37,7 @@ _INT_COLUMNS = {
     "n_chars",
     "n_saus",
     "n_error",
+    "n_undetermined",
     "n_papers",
     "n_runs",
     "n_runs_complete",
@@ -44,6 +45,7 @@ _INT_COLUMNS = {
     "n_runs_failed_execution",
     "n_saus_judged",
     "n_saus_error",
+    "n_saus_undetermined",
     "n_leaves",
     "n_leaves_judged",
     "line",
@@ -102,9 +104,15 @@ def tree_rows(trees: dict[str, scoring.RubricTree], judgments: pd.DataFrame) -> 
 
 
 def judgment_counts(judgments: pd.DataFrame) -> pd.DataFrame:
-    """SAUs scored and SAUs with an ``error`` verdict per agent and judge (``coverage``)."""
-    is_error = scoring.claim_scores(judgments).isna().to_numpy()
-    frame = judgments[["agent", "judge"]].assign(n_saus_judged=~is_error, n_saus_error=is_error)
+    """SAUs scored, SAUs with an ``error`` verdict and SAUs the judge abstained on
+    (``undetermined``) per agent and judge (``coverage``)."""
+    scored = scoring.claim_scores(judgments).notna().to_numpy()
+    undetermined = (judgments["verdict"] == UNDETERMINED).to_numpy()
+    frame = judgments[["agent", "judge"]].assign(
+        n_saus_judged=scored,
+        n_saus_error=~scored & ~undetermined,
+        n_saus_undetermined=undetermined,
+    )
     return frame.groupby(["agent", "judge"]).sum().astype("int64")
 
 
@@ -199,7 +207,7 @@ class JudgmentStream:
         counts = (
             pd.concat(parts["counts"]).groupby(level=[0, 1]).sum()
             if parts["counts"]
-            else pd.DataFrame(columns=["n_saus_judged", "n_saus_error"])
+            else pd.DataFrame(columns=["n_saus_judged", "n_saus_error", "n_saus_undetermined"])
         )
         taxonomy = (
             pd.concat(parts["taxonomy"], ignore_index=True)

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sabench.contracts import UNDETERMINED
 from sabench.drift.make import make_mutants
 from sabench.drift.mutants import DRIFT_TYPES, Mutant
 
@@ -60,9 +61,10 @@ BASIS_SUMMARY_COLUMNS = ["judge", "basis", "drift_type", "n_mutants", "recall", 
 def _scores(judgments: Iterable[Any]) -> dict[str, tuple[float, str]]:
     out = {}
     for j in judgments:
-        if j.verdict == "error" or j.score is None:
-            continue
-        out[j.sau_id] = (float(j.score), j.verdict)
+        if j.verdict == UNDETERMINED:  # judged, no score: never a drop, never a false alarm
+            out[j.sau_id] = (math.nan, j.verdict)
+        elif j.verdict != "error" and j.score is not None:
+            out[j.sau_id] = (float(j.score), j.verdict)
     return out
 
 
@@ -128,6 +130,12 @@ def _judged(
     return _scores(judgments)
 
 
+def _dropped(base: float, mutant: float) -> bool:
+    """Whether the broken SAU's score fell: an undetermined mutant (NaN) never did; below full
+    credit where the original was undetermined did (the judge sees what it could not tell)."""
+    return mutant < (1.0 if math.isnan(base) else base) - 1e-9
+
+
 def _row(
     m: Mutant, name: str, base: Scores, got: Scores, run: dict[str, Any], basis: str | None
 ) -> dict[str, Any] | None:
@@ -168,7 +176,7 @@ def _row(
         "mutant_score": got[m.sau_id][0],
         "base_verdict": base[m.sau_id][1],
         "mutant_verdict": got[m.sau_id][1],
-        "dropped": got[m.sau_id][0] < base[m.sau_id][0] - 1e-9,
+        "dropped": _dropped(base[m.sau_id][0], got[m.sau_id][0]),
         "n_other": len(others),
         "n_other_changed": sum(1 for s in others if abs(got[s][0] - base[s][0]) > 1e-9),
     }

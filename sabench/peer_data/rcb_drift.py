@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sabench.contracts import UNDETERMINED
 from sabench.drift.mutants import DRIFT_TYPES, SIMPLE_STMTS, PyFile, apply_edits, body_lists
 from sabench.drift.mutants import node_name as drift_node_name
 from sabench.drift.mutants import parses as drift_parses
@@ -614,7 +615,8 @@ def paper_environment(paper: RCBPaper, runner: TestRunner) -> Environment:
 
 @dataclass
 class Verdict:
-    """One judge's verdict and score on the targeted SAU (score None for ``error``)."""
+    """One judge's verdict and score on the targeted SAU (score None for ``error`` and
+    ``undetermined``)."""
 
     verdict: str
     score: float | None
@@ -623,8 +625,18 @@ class Verdict:
 
     @property
     def drifted(self) -> bool:
-        """Scored below 1: what a recall counts (``error`` never does)."""
+        """Scored below 1: what a recall counts (``error`` and ``undetermined`` never do)."""
         return self.score is not None and self.score < 1.0
+
+    @property
+    def judged(self) -> bool:
+        """A verdict on the code: scored, or the judge abstained (``undetermined``, which a rate
+        counts as judged, neither alarm nor catch); ``error`` is none."""
+        return self.score is not None or self.verdict == UNDETERMINED
+
+    @property
+    def abstained(self) -> bool:
+        return self.verdict == UNDETERMINED
 
 
 def static_verdicts(folder: Path, saus: list[dict[str, Any]]) -> dict[str, Verdict]:
@@ -765,19 +777,23 @@ def drift_table(
     false_exec: Mapping[str, float],
 ) -> list[dict[str, Any]]:
     """Per drift type (and ``all``): mutants, caught by the tests, static recall (score below 1
-    on the mutated snippet's SAU), static drop (below the reference's score), exec recall (exec
-    says drifted), exec agreement with the tests on every mutant it judged; false alarms of each
-    judge on the unmutated reference's SAUs of the same papers (``false_*``: SAU id -> 1.0 when
-    judged below 1, 0.0 when not)."""
+    on the mutated snippet's SAU, over the caught mutants it judged: an abstention is judged and
+    no catch), the static judge's abstentions on those mutants (``static_abstain``), static drop
+    (below the reference's score), exec recall (exec says drifted), exec agreement with the tests
+    on every mutant it judged; false alarms of each judge on the unmutated reference's SAUs of the
+    same papers (``false_*``: SAU id -> 1.0 when judged below 1, 0.0 when not, an abstention
+    included as 0.0)."""
     rows = []
     for kind in (*TYPES, "all"):
         rs = [r for r in results if kind in ("all", r.mutant.drift_type) and r.tests.decided]
         caught = [r for r in rs if r.caught]
-        static = [r for r in caught if r.static is not None and r.static.score is not None]
+        static = [r for r in caught if r.static is not None and r.static.judged]
         before = [getattr(r.static_reference, "score", None) for r in static]
         dropped = [
-            r for r, b in zip(static, before, strict=True) if b is not None and r.static.score < b
-        ]  # type: ignore[union-attr,operator]
+            r
+            for r, b in zip(static, before, strict=True)
+            if b is not None and r.static.score is not None and r.static.score < b  # type: ignore[union-attr]
+        ]
         ex = [r for r in caught if r.exec is not None and r.exec.score is not None]
         judged = [r for r in rs if r.exec_matches is not None]
         sau_ids = {r.mutant.sau_id for r in rs}
@@ -789,6 +805,7 @@ def drift_table(
                 "mutants": len(rs),
                 "caught": len(caught),
                 "static_recall": _share(sum(r.static.drifted for r in static), len(static)),  # type: ignore[union-attr]
+                "static_abstain": _share(sum(r.static.abstained for r in static), len(static)),  # type: ignore[union-attr]
                 "static_drop": _share(len(dropped), len(static)),
                 "exec_recall": _share(sum(r.exec.drifted for r in ex), len(ex)),  # type: ignore[union-attr]
                 "exec_match": _share(sum(bool(r.exec_matches) for r in judged), len(judged)),

@@ -26,6 +26,9 @@ VERDICT_MEANINGS = {
     "missing": "no code implements the claim, or only docs, tests or code that nothing runs (score 0)",
     "placeholder": "the claim's code is a stub: pass, ..., NotImplementedError, a constant "
     "(score 0)",
+    "undetermined": "the judge looked and cannot tell (the static judge: a claim that names no "
+    "code and whose words are only weakly in the code, no rule deciding): counted as judged, left "
+    "out of every score, never counted as drift",
     "error": "the judge could not say (a check that does not parse or times out, a broken "
     "answer): left out of every score and counted under coverage, never counted as drift",
 }

@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from sabench.contracts import UNSCORED_VERDICTS
 from sabench.report_site.formatting import as_text, mean, num, score_color, slug
 from sabench.report_site.legend import legend
 from sabench.report_site.model import Site
@@ -65,7 +66,7 @@ def _run_summary(site: Site, run: Run) -> dict[str, Any]:
         1
         for recs in site.verdicts.get(run, {}).values()
         for rec in recs.values()
-        if as_text(rec.get("verdict")) not in OK_VERDICTS | {"error"}
+        if as_text(rec.get("verdict")) not in OK_VERDICTS | set(UNSCORED_VERDICTS)
     )
     rec = site.runs.get(run, {})
     note = site.no_submission_note(run)

@@ -14,7 +14,10 @@ by general rules per dimension:
   (following calls into the repo); out of order -> ``drifted``.
 * Everywhere: evidence only in docs/tests -> ``missing``; evidence in (or a claim naming) a stub
   function -> ``placeholder``; otherwise a weighted term coverage gives aligned / partial / missing on
-  SA-Bench's scale (0, .25, .5, .75, 1).
+  SA-Bench's scale (0, .25, .5, .75, 1). A level below aligned that only the coverage sets, for a
+  claim that names no code and whose words are only weakly in live code, is no evidence either
+  way: below a calibrated confidence of 0.7 the judge abstains, ``undetermined`` (:func:`.confidence.abstain`); with nothing of the
+  claim located, or nothing to read, ``missing``.
 
 A claim is implemented only by code that runs in the submission's own execution and whose result
 reaches what the submission reports. Code that does not is text (comment credit, never a value, a
@@ -54,7 +57,7 @@ from sabench.judges.static.claims import (
     math_spans,
     span_operations,
 )
-from sabench.judges.static.confidence import rate
+from sabench.judges.static.confidence import abstain, rate
 from sabench.judges.static.evidence import Presence, SubmissionContext, Window, rounded_value
 from sabench.judges.static.executed import (
     SILENT_RUN,
@@ -184,8 +187,14 @@ def _outcomes(
                 )
             except Exception as exc2:
                 outcome = Outcome("error", 0.0, None, f"static judge failed: {exc2!r}", [])
-        out.append(outcome)
+        out.append(abstain(claim, outcome, _in_live_code(judge, claim)))
     return out
+
+
+def _in_live_code(judge: ClaimJudge, claim: Claim) -> bool:
+    """Whether one of the claim's own words (not a generic one) is on a line of live code outside
+    a stub (full credit): code that could implement the claim, the ground for abstaining."""
+    return any(t not in GENERIC and judge.ctx.term(t).credit >= 1.0 for t in claim.terms)
 
 
 def _judgment(sau: dict[str, Any], o: Outcome, index: CodeIndex | None) -> Judgment:

@@ -108,7 +108,8 @@ def _unit(x: float) -> float:
 
 
 def group_of(verdict: str, score: float) -> str | None:
-    """The table a verdict is read from; None for ``error`` (no verdict, no confidence)."""
+    """The table a verdict is read from; None for ``error`` and ``undetermined`` (no verdict, no
+    confidence)."""
     if verdict == "missing":
         return "absent"
     if verdict in ("drifted", "placeholder"):
@@ -240,3 +241,63 @@ def table_source(table: Table) -> str:
         lines.append(f'    "{group}": ({steps}{"," if len(table[group]) == 1 else ""}),')
     lines.append("}")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Abstaining
+# --------------------------------------------------------------------------------------------
+
+#: Below this calibrated confidence a verdict of weak overlap alone is no answer: SA-Bench's own
+#: judge gave such verdicts another level more than three times in ten. Only the surest
+#: ``missing`` (nothing located near the claim's words) stays.
+ABSTAIN_BELOW = 0.7
+
+#: What the judge says when it abstains: the claim was read and looked for, nothing decides.
+UNDETERMINED_WHY = (
+    "Undetermined: the claim names no code and its words are only weakly in live code; no value, "
+    "formula, step, named item, stub or docs-only evidence decides, and word overlap alone (a "
+    "verdict SA-Bench's judge often scored otherwise) cannot tell a partial implementation from a "
+    "claim worded unlike its code."
+)
+
+
+def undecided(claim: Claim | None, outcome: Outcome, in_code: bool) -> bool:
+    """Whether a verdict below full credit rests on weak term overlap alone: the coverage bands
+    set its level (no rule decided it, none found a contradiction, no anchor forced it, none of
+    the claim's values is missing from all live code), the
+    claim names no code (no backticked name or formula to match) and under ``abstain_cov`` of its weighted
+    terms are credited in code, yet some of its own words are in code that could implement it
+    (``in_code``: live code, not a comment, not a stub), and its calibrated confidence is under
+    :data:`ABSTAIN_BELOW`. Such a level is no evidence of drift: the claim may be worded unlike the
+    code that implements it. A claim that names code, or whose
+    words are mostly there, makes a missing part evidence; and where there is nothing to read
+    (``claim`` None: no code or config) or none of the claim's words is in such code (an empty
+    submission, stubs, comments), no code could implement it, so ``missing`` stands."""
+    if (
+        claim is None
+        or claim.names
+        or claim.formulas
+        or outcome.verdict not in ("partial", "missing")
+    ):
+        return False
+    f = outcome.features
+    # a value of the claim in no live code at all is evidence of absence, not weak overlap
+    decided_by_rule = outcome.support < 0 or f.get("forced", 0.0) > 0 or f.get("n_absent", 0.0) > 0
+    contradicted = f.get("demoted", 0.0) > 0
+    weak = f.get("cov_g", 0.0) < RULES["abstain_cov"]
+    if not weak or not in_code or decided_by_rule or contradicted:
+        return False
+    return confidence(signals(claim, outcome)) < ABSTAIN_BELOW
+
+
+def abstain(claim: Claim | None, outcome: Outcome, in_code: bool) -> Outcome:
+    """The outcome, or ``undetermined`` where its evidence cannot decide (:func:`undecided`):
+    counted as judged, never as drift, never as credit (sabench.scoring). The level the bands
+    would have given stays in the reasoning."""
+    if not undecided(claim, outcome, in_code):
+        return outcome
+    would = outcome.verdict if outcome.verdict == "missing" else f"partial {outcome.score:g}"
+    why = f"{UNDETERMINED_WHY} (The bands alone: {would}; {outcome.reasoning.strip()})"
+    return Outcome(
+        "undetermined", 0.0, None, why, outcome.evidence, outcome.support, outcome.features
+    )

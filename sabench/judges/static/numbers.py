@@ -180,7 +180,10 @@ def judge_numbers(
             supports.append(0.0)
             notes.append(f"{num.text} not found")
     frac = sum(supports) / len(supports)
-    judge.features.update(num_frac=frac, n_num=len(supports), n_conf=len(conflicts))
+    absent = sum(1 for x in supports if x == 0.0)  # in no live code at all: evidence, no guess
+    judge.features.update(
+        num_frac=frac, n_num=len(supports), n_conf=len(conflicts), n_absent=float(absent)
+    )
     evidence = list(dict.fromkeys(evidence + ev))[:4]
     if conflicts and frac < 0.999 and sum(1 for s in supports if s >= 1.0) == 0:
         return Outcome(

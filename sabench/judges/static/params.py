@@ -45,6 +45,10 @@ RULES: dict[str, float] = {
     # stub is the claim's code: a part of the claim not written
     "near_stub_share": 0.25,
     "near_stub_ratio": 0.5,
+    # below this share of its weighted terms credited in code, a claim that names no code (no
+    # backticked name) is only weakly in the code: a level the coverage bands give it below
+    # aligned is a guess, and the judge abstains (confidence.undecided)
+    "abstain_cov": 0.6,
 }
 
 #: Support -> SA-Bench level: below BANDS[d][0] -> missing (0), then .25, .5, .75, and at or above
