@@ -59,8 +59,13 @@ CHILD += _WIRE + _program("sandbox_child.py")
 # it deletes before the child starts, and it is made non-dumpable so that the child cannot read
 # its memory through /proc. It prints a canary as it starts the child (a report missing after it
 # is the code under test's doing), and always ends with os._exit, so threads or atexit handlers
-# cannot hold the sandbox open. The child's source replaces its "@CHILD@".
-RUNNER = _WIRE + _program("sandbox_runner.py").replace('"@CHILD@"', repr(CHILD))
+# cannot hold the sandbox open. The child's source replaces its "@CHILD@", and where a check's
+# target lives (sandbox_targets.py) its "@TARGETS@".
+RUNNER = _WIRE + (
+    _program("sandbox_runner.py")
+    .replace('"@CHILD@"', repr(CHILD))
+    .replace('"@TARGETS@"\n', _program("sandbox_targets.py"))
+)
 
 
 def check_syntax(text: str) -> str | None:

@@ -326,74 +326,7 @@ class Remote:
             for name, kind, has, default in self._special("signature")])
 
 
-class Undecidable(Exception):
-    """What the check takes from a module the submission defines in several other places: the
-    check cannot tell which is the paper's, so it decides nothing (an error, never drift)."""
-
-
-class Absent(ModuleNotFoundError):
-    """The module the check names is not the submission's, nor does the submission define the
-    name it wants anywhere: an omission."""
-
-
-def top_level_definitions():
-    """Name -> the submission's Python files (relative) defining it at module level (a function
-    or class), and the (file, name) pairs its files bind by ``from m import name``: read before
-    any code under test runs, so what that code writes later is not in them."""
-    found, imported = {}, set()
-    for folder, dirs, names in os.walk(SUBMISSION):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
-        for file in sorted(n for n in names if n.endswith(".py")):
-            path = os.path.join(folder, file)
-            try:
-                if os.path.getsize(path) > (1 << 20):
-                    continue
-                with open(path, "rb") as fh:
-                    tree = ast.parse(fh.read())
-            except (OSError, SyntaxError, ValueError):
-                continue
-            rel = os.path.relpath(path, SUBMISSION)
-            for node in tree.body:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                    found.setdefault(node.name, []).append(rel)
-                elif isinstance(node, ast.ImportFrom):
-                    imported.update((rel, a.asname or a.name) for a in node.names)
-    return {name: list(dict.fromkeys(files)) for name, files in found.items()}, imported
-
-
-DEFINED, IMPORTED = top_level_definitions()
-
-
-def module_name(rel):
-    """The dotted name a file of the submission imports as (``esl/model.py``: ``esl.model``)."""
-    parts = rel[:-len(".py")].split("/")
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def elsewhere(module, name):
-    """The module of the code under test that defines ``name`` when ``module`` (the one the
-    check names) does not have it: the claim is about the paper's function wherever the
-    submission puts it (another module, one flattened script). None when no file defines it;
-    Undecidable when several do."""
-    files = [f for f in DEFINED.get(name, ()) if module_name(f) != module]
-    if not files:
-        return None
-    if len(files) > 1:
-        raise Undecidable("%s.%s is not there, and the submission defines %s in %s: the check "
-                          "cannot tell which is the paper's" % (module, name, name,
-                                                                ", ".join(files)))
-    return rpc({"op": "module_of", "path": files[0], "name": module_name(files[0])},
-               "the import of " + files[0])
-
-
-def moved_to(module, name):
-    """The module :func:`elsewhere` resolves ``module.name`` to when ``module``'s file does not
-    define it (read from the files; replay matches the run's calls by it), else ``module``."""
-    files = DEFINED.get(name, ())
-    if any(module_name(f) == module for f in files) or any(
-            module_name(f) == module for f, n in IMPORTED if n == name):
-        return module
-    return module_name(files[0]) if len(files) == 1 else module
+"@TARGETS@"
 
 
 class ProxyModule(types.ModuleType):

@@ -193,8 +193,16 @@ def _outcomes(
 
 def _in_live_code(judge: ClaimJudge, claim: Claim) -> bool:
     """Whether one of the claim's own words (not a generic one) is on a line of live code outside
-    a stub (full credit): code that could implement the claim, the ground for abstaining."""
-    return any(t not in GENERIC and judge.ctx.term(t).credit >= 1.0 for t in claim.terms)
+    a stub (full credit): code that could implement the claim, the ground for abstaining; and
+    none is in a stub, which the judge can see: a placeholder where the claim would be."""
+    own = [judge.ctx.term(t) for t in claim.terms if t not in GENERIC]
+    in_stub = any(
+        fn is not None and fn.stub
+        for p in own
+        for fid, ln, _ in p.hits
+        for fn in [judge.ctx.function_at(fid, ln)]
+    )
+    return not in_stub and any(p.credit >= 1.0 for p in own)
 
 
 def _judgment(sau: dict[str, Any], o: Outcome, index: CodeIndex | None) -> Judgment:
