@@ -1326,6 +1326,16 @@ def test_a_drift_the_judge_sees_stays_drifted_beside_abstentions(tmp_path: Path)
     assert (j.verdict, j.score) == ("placeholder", 0.0)
 
 
+def test_a_claim_whose_words_are_in_a_stub_is_not_undetermined(tmp_path: Path) -> None:
+    """A stub where the claim's words are is something the judge sees (a placeholder where the
+    claim would be implemented), not weak overlap: the bands' level stands."""
+    write(tmp_path, {"train.py": RUN_TRAIN})
+    assert judge_one(tmp_path, "D2", LOOSE).verdict == "undetermined"
+    write(tmp_path, {"nesterov.py": "def nesterov(v):\n    pass\n"})
+    j = judge_one(tmp_path, "D2", LOOSE)
+    assert (j.verdict, j.score) == ("missing", 0.0), j.reasoning
+
+
 @pytest.mark.parametrize("files", [{}, {"train.py": STUBS}, {"README.md": LOOSE}])
 def test_a_submission_without_code_that_could_implement_the_claims_scores_zero(
     tmp_path: Path, files: dict[str, str]
