@@ -374,10 +374,10 @@ def test_a_pass_beside_a_proven_inconsistency_is_unconfirmed() -> None:
 
     passed = row("p-1", "aligned", "check pass: f squares")
     expected = row("p-3", "aligned", "expected pass: acc = 0.9")
-    alone = _unconfirmed_beside_inconsistent([passed, expected])
+    alone = _unconfirmed_beside_inconsistent([passed, expected], ["pass", ""])
     assert [j.verdict for j in alone] == ["aligned", "aligned"]
     proof = row("p-2", "drifted", "check inconsistent: m.g returns 2 where it returned 1")
-    rows = _unconfirmed_beside_inconsistent([passed, proof, expected])
+    rows = _unconfirmed_beside_inconsistent([passed, proof, expected], ["pass", "inconsistent", ""])
     assert [j.verdict for j in rows] == ["partial", "drifted", "aligned"]
     assert rows[0].score == 0.25 and "p-2" in rows[0].reasoning
 

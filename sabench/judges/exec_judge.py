@@ -446,6 +446,7 @@ def judge_exec(
     spent = 0.0
     index: CodeIndex | None = None  # built once, when a check passes or has no site of its own
     judgments = []
+    checked: list[str] = []  # per judgment, its check's outcome ("" without a check)
     sandbox_faults: list[str] = []
     for sau in todo:
         t0 = time.monotonic()
@@ -498,6 +499,7 @@ def judge_exec(
             elif stayed:  # the same number whatever the run computed: not computed by it
                 parts.insert(0, ("expected", Outcome("fail", stayed_reasoning(stayed)), []))
         kind, reasoning, evidence = _combine(parts)
+        checked.append(next((o.kind for label, o, _ in parts if label == "check"), ""))
         verdict = VERDICT[kind]
         made_up = fab or stayed
         mode = FABRICATED if made_up else OUTCOME_FAILURE_MODE.get(kind, FAILURE_MODE.get(verdict))
@@ -520,14 +522,19 @@ def judge_exec(
             "sandbox_error",
             f"{len(sandbox_faults)} check(s) could not run: {sandbox_faults[0]}",
         )
-    return _unconfirmed_beside_inconsistent(judgments)
+    return _unconfirmed_beside_inconsistent(judgments, checked)
 
 
-def _unconfirmed_beside_inconsistent(judgments: list[Judgment]) -> list[Judgment]:
+def _unconfirmed_beside_inconsistent(
+    judgments: list[Judgment], checked: list[str]
+) -> list[Judgment]:
     """Once one check proved that the code under the checks behaves otherwise than in the run
     (``inconsistent``: a replayed call answered differently, or code ran only under a check),
-    a check that passed on the same code confirms nothing about the run: at most partial."""
-    proof = next((j.sau_id for j in judgments if "check inconsistent:" in j.reasoning), None)
+    a check that passed on the same code confirms nothing about the run: at most partial.
+    ``checked``: per judgment, its check's outcome kind."""
+    proof = next(
+        (j.sau_id for j, k in zip(judgments, checked, strict=True) if k == "inconsistent"), None
+    )
     if proof is None:
         return judgments
     note = (
@@ -536,9 +543,9 @@ def _unconfirmed_beside_inconsistent(judgments: list[Judgment]) -> list[Judgment
     )
     return [
         dataclasses.replace(j, verdict="partial", score=UNREACHED_CAP, reasoning=j.reasoning + note)
-        if j.verdict == "aligned" and j.reasoning.startswith("check pass")
+        if j.verdict == "aligned" and k == "pass"
         else j
-        for j in judgments
+        for j, k in zip(judgments, checked, strict=True)
     ]
 
 

@@ -296,11 +296,12 @@ def _unread_settings(
     whole = False
     for path, tree in trees.items():
         for n in ast.walk(tree):
-            if getattr(n, "lineno", 0) in ran.get(path, ()):
-                if isinstance(n, ast.Constant) and isinstance(n.value, str):
-                    named.add(n.value)
-                elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
-                    named.add(n.attr)
+            if getattr(n, "lineno", 0) not in ran.get(path, ()):
+                continue  # what never ran reads nothing
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                named.add(n.value)
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                named.add(n.attr)
             whole = whole or _hands_on_whole(n)
     config = [f for f in index.facts if f.kind == "config"]
     keys: dict[tuple[str, tuple[str, ...]], set[str]] = {}
