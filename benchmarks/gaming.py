@@ -204,7 +204,7 @@ def judgments_of(
     from sabench.judges.run import cap_by_record
 
     if judge == "static":
-        return cap_by_record(judge_static(sub, saus, execution), execution)
+        return cap_by_record(judge_static(sub, saus, execution), execution, sub, saus)
     from sabench.judges.exec_judge import judge_exec
     from sabench.sandbox.settings import default_python_env
 
@@ -217,7 +217,7 @@ def judgments_of(
         runtime=runtime,
         settings=exec_settings,
     )
-    return cap_by_record(found, execution)
+    return cap_by_record(found, execution, sub, saus)
 
 
 def overall(

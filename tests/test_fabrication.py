@@ -239,6 +239,7 @@ _SINKS = {  # ways of writing the name `res` (a dict) to results.json
     "json.dump with": "with open('results.json', 'w') as f:\n    json.dump(res, f)\n",
     "write_text": "Path('out', 'results.json').write_text(json.dumps(res))\n",
     "open().write": "open(os.path.join(OUT, 'results.json'), 'w').write(json.dumps(res, indent=2))\n",
+    "write_text +": "Path('results.json').write_text(json.dumps(res, indent=2) + '\\n')\n",
 }
 _HEAD = (
     "import base64, json, os, re, zlib\nimport numpy as np\nfrom pathlib import Path\nOUT = '.'\n"
@@ -261,6 +262,12 @@ _SOURCES = [
     (
         "literal arithmetic",
         "a = 0.5\nres = {'rmse': a + 0.097, 'mae': 0.4 + 0.01}\n",
+        "literal arithmetic",
+    ),
+    (  # computed entries under keys not known, then the paper's numbers over them
+        "constants after computed entries",
+        "res = {}\nfor n in ['a', 'b']:\n    res[f'{n}.loss'] = train(n)\n"
+        "res.update({'rmse': 0.199 * 3, 'mae': 0.2 + 0.21})\n",
         "literal arithmetic",
     ),
     (

@@ -386,6 +386,32 @@ def test_a_run_that_did_not_complete_shows_the_branches_it_went_past(tmp_path: P
     assert (j.verdict, j.score) == ("partial", UNREACHED_CAP), j.reasoning
 
 
+def test_a_failed_run_went_past_the_branch_its_test_did_not_choose(tmp_path: Path) -> None:
+    """Where the run took an ``if``'s other branch, the branch it did not take never ran in any
+    of its calls, and a function only that branch calls is no code the run would have reached:
+    a switch to the paper's code that the run went past gets no benefit of the doubt."""
+    text = (
+        "import numpy as np\n\n\ndef paper_probs(d2):\n    return d2 / np.sum(d2)\n\n\n"
+        "def uniform_probs(d2):\n    return np.ones_like(d2) / len(d2)\n\n\n"
+        "def probs(d2, exact):\n    if exact:\n        return paper_probs(d2)\n"
+        "    else:\n        return uniform_probs(d2)\n\n\n"
+        "print(probs(np.ones(3), False))\nprint(np.ones(3) / undefined_name)\n"
+    )
+    (tmp_path / "kmeans.py").write_text(text)
+    claim = "Each centroid is drawn with probability `d2 / sum(d2)`."
+    lines = text.splitlines()
+    ran = [i for i, ln in enumerate(lines, 1) if ln.strip() and "paper_probs(d2)" not in ln]
+    ran = [i for i in ran if "np.sum" not in lines[i - 1]]
+    failed = {"status": "failed", "lines_run": {"kmeans.py": ran}}
+    j = _judge(tmp_path, claim, "D2", failed)
+    assert _score(j) < UNREACHED_CAP, j.reasoning
+    # the same branch, when the run stopped before the `if` (nothing chose): the doubt, capped
+    before = [i for i in ran if i < lines.index("    if exact:") + 1 or lines[i - 1][:1] != " "]
+    stopped = {"status": "failed", "lines_run": {"kmeans.py": before}}
+    j = _judge(tmp_path, claim, "D2", stopped)
+    assert (j.verdict, j.score) == ("partial", UNREACHED_CAP), j.reasoning
+
+
 def test_a_result_taken_only_by_the_statement_that_crashed_the_run_reaches_nothing(
     tmp_path: Path,
 ) -> None:

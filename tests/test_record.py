@@ -117,6 +117,26 @@ def test_a_fabricated_or_untraced_run_caps_every_claim() -> None:
     assert cap_by_record(list(made), {"status": "ok", "reseed": {"verdict": COMPUTED}}) == made
 
 
+def test_a_run_reporting_a_result_no_code_computed_is_fabricated_on_every_claim(
+    tmp_path: Path,
+) -> None:
+    """The paper's number written over computed entries (constant arithmetic): nothing the run
+    reports then shows what its code does; the same file computing it is left as judged."""
+    made = [Judgment("s1", "D1", "aligned", 1.0), Judgment("s2", "D3", "aligned", 1.0)]
+    saus = [{"sau_id": "s2", "expected": '{"metric": "b.acc", "value": 0.597}'}]
+    head = "import json\nres = {}\nfor n in 'ab':\n    res[f'{n}.acc'] = fit(n)\n"
+    dump = "json.dump(res, open('results.json', 'w'))\n"
+    typed = _write(tmp_path / "typed", {"main.py": head + "res['b.acc'] = 0.199 * 3\n" + dump})
+    out = cap_by_record(list(made), {"status": "ok"}, typed, saus)
+    assert [(j.verdict, j.score, j.failure_mode) for j in out] == [
+        ("drifted", 0.0, "fabricated_result"),
+        ("drifted", 0.0, "fabricated_result"),
+    ]
+    assert "b.acc = 0.597 is literal arithmetic (main.py:5)" in out[0].reasoning
+    honest = _write(tmp_path / "honest", {"main.py": head + dump})
+    assert cap_by_record(list(made), {"status": "ok"}, honest, saus) == made
+
+
 def test_the_record_names_the_files_the_run_opened(
     bwrap_ok: None, sandbox_env: Path, tmp_path: Path
 ) -> None:

@@ -54,6 +54,7 @@ from sabench.index.values import (
     extend,
     merge,
     put,
+    put_unknown,
     setdefault,
 )
 from sabench.index.values import join as _join
@@ -352,7 +353,8 @@ class Flow:
             if kind == "set":
                 paths = self._paths(how[0], scope, depth)
                 if paths is None:
-                    return None  # a dynamic key may overwrite any entry
+                    cur = put_unknown(cur)
+                    continue
                 value = self.eval(how[1], scope, depth)
                 for path in paths:
                     cur = put(cur, path, value)
@@ -489,6 +491,10 @@ class Flow:
                 zero = a is not None and a.rank == LITERAL and is_num(a.const) and a.const == 0
                 if zero and (b is None or b.rank <= ARITH):
                     return Src("literal arithmetic", ARITH, line, 0.0, None, True)
+        if isinstance(node.op, ast.Add):  # json.dumps(d) + "\n": what is written is d
+            for a, b in ((left, right), (right, left)):
+                if a is not None and a.items is not None and b and isinstance(b.const, str):
+                    return a
         if left is None or right is None:
             return None
         const = NONE

@@ -113,6 +113,12 @@ def merge(cur: Src | None, x: Src | None) -> Src | None:
     return Src("a literal", LITERAL, x.line if x else 0, items=items, open=is_open or add_open)
 
 
+def put_unknown(cur: Src | None) -> Src:
+    """``cur`` after a store at a key not known (``d[f"{name}.acc"] = v``): any entry may be
+    overwritten and others added; entries stored after it under known keys are known again."""
+    return Src("a literal", LITERAL, 0, items=dict.fromkeys(_base(cur)[0]), open=True)
+
+
 def put(cur: Src | None, path: tuple[str, ...], value: Src | None) -> Src:
     """``cur`` with ``value`` stored at a key path (``d["a"]["b"] = value``)."""
     items, is_open = _base(cur)

@@ -21,6 +21,7 @@ import shlex
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -371,9 +372,20 @@ def scan_submission(
 
 def literal_writes(root: Path, declared: tuple[str, ...] = METRICS_FILES) -> list[Finding]:
     """Every value the submission writes to a JSON file (or checks in as ``declared`` metrics)
-    from no computation: literals, decoded blobs, text read from a file no code computes."""
+    from no computation: literals, decoded blobs, text read from a file no code computes. Scanned
+    once per state of the folder: each judge of a run, and the cap on the run, ask."""
     if not root.is_dir():
         return []
+    stamp = tuple(
+        (rel, st.st_mtime_ns, st.st_size) for path, rel in iter_files(root) for st in [path.stat()]
+    )
+    return list(_literal_writes(root, declared, stamp))
+
+
+@lru_cache(maxsize=8)
+def _literal_writes(
+    root: Path, declared: tuple[str, ...], stamp: tuple[tuple[str, int, int], ...]
+) -> tuple[Finding, ...]:
     metrics = tuple(Path(m).name for m in declared)
     found: list[Finding] = []
     checked_in: list[tuple[str, str]] = []
@@ -421,7 +433,7 @@ def literal_writes(root: Path, declared: tuple[str, ...] = METRICS_FILES) -> lis
                 leaf = json.dumps(key.split(".")[-1])
                 ln = next((n for n, t in enumerate(lines, 1) if leaf in t), 1)
                 found.append(Finding(key, value, rel, ln, "checked in, written by no code"))
-    return found
+    return tuple(found)
 
 
 class _WrittenNames:

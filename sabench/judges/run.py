@@ -7,6 +7,7 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from sabench.faults import Fault, clear_fault, exit_for_fault
 from sabench.grid import judged_by
 from sabench.io import arrow_table, read_json, read_parquet_metadata, write_table
 from sabench.judges.fabrication import FABRICATED as FABRICATED_RESULT
+from sabench.judges.fabrication import fabricated_by_sau
 from sabench.reseed import FABRICATED
 from sabench.runtrace import with_lines
 
@@ -63,30 +65,48 @@ def run_judge(
         run_dir=run_dir,
         runtime=runtime,
     )
-    return cap_by_record(dispatch(inputs), execution)
+    return cap_by_record(dispatch(inputs), execution, Path(submission), saus)
 
 
-def cap_by_record(judgments: list[Judgment], execution: dict[str, Any] | None) -> list[Judgment]:
-    """What the execution record says of every claim at once, whatever the judge read off the
-    code: an ``untraced`` run's record of what ran cannot be trusted (altered, cut short, or a
-    Python process that sent none), so no claim gets more than a run that did not complete gets
-    for code it never reached, ``UNREACHED_CAP``; a run whose reported numbers all stayed the same
-    when it was re-seeded while its computation moved (sabench.reseed) computed none of them, so
-    nothing it ran reaches its output: every claim ``drifted`` (``fabricated_result``)."""
+def cap_by_record(
+    judgments: list[Judgment],
+    execution: dict[str, Any] | None,
+    submission: Path | None = None,
+    saus: Iterable[Mapping[str, Any]] = (),
+) -> list[Judgment]:
+    """What the execution record and the output say of every claim at once, whatever the judge
+    read off the code: an ``untraced`` run's record of what ran cannot be trusted (altered, cut
+    short, or a Python process that sent none), so no claim gets more than a run that did not
+    complete gets for code it never reached, ``UNREACHED_CAP``. A run that fabricates is
+    ``drifted`` (``fabricated_result``) on every claim: one whose reported numbers all stayed the
+    same when it was re-seeded while its computation moved (sabench.reseed) computed none of
+    them, and one whose output holds a paper's result that no code computed (typed in, decoded,
+    constant arithmetic: :func:`~sabench.judges.fabrication.fabricated_by_sau` over
+    ``submission``) reports what its code does nowhere we can trust."""
     execution = execution or {}
-    fabricated = (execution.get("reseed") or {}).get("verdict") == FABRICATED
-    if execution.get("status") != "untraced" and not fabricated:
+    reseed = execution.get("reseed") or {}
+    typed_in = fabricated_by_sau(submission, saus) if submission is not None else {}
+    findings = {f.describe(): f for found in typed_in.values() for f in found}
+    if reseed.get("verdict") == FABRICATED:
+        moved = ", ".join((reseed.get("computation_moved") or [])[:3])
+        why = (
+            f"Fabricated results: re-seeded, the run's computation moved ({moved}) while every "
+            "number it reported stayed the same"
+        )
+    elif typed_in:
+        why = (
+            f"Fabricated results: {'; '.join(sorted(findings)[:3])}; what else the run "
+            "reports shows nothing of what its code does"
+        )
+    elif execution.get("status") == "untraced":
+        why = ""
+    else:
         return judgments
-    moved = ", ".join(((execution.get("reseed") or {}).get("computation_moved") or [])[:3])
     out = []
     for j in judgments:
-        if j.score is None or j.score <= (0.0 if fabricated else UNREACHED_CAP):
+        if j.score is None or j.score <= (UNREACHED_CAP if not why else 0.0):
             pass
-        elif fabricated:
-            why = (
-                "Fabricated results: re-seeded, the run's computation moved "
-                f"({moved}) while every number it reported stayed the same"
-            )
+        elif why:
             j = dataclasses.replace(
                 j,
                 verdict="drifted",
@@ -95,12 +115,14 @@ def cap_by_record(judgments: list[Judgment], execution: dict[str, Any] | None) -
                 reasoning=f"{why} (the judge said: {j.reasoning})",
             )
         else:
-            why = "the run is untraced (its record of what ran is incomplete or altered)"
             j = dataclasses.replace(
                 j,
                 verdict="partial",
                 score=UNREACHED_CAP,
-                reasoning=f"{j.reasoning} ({why}: at most partial)",
+                reasoning=(
+                    f"{j.reasoning} (the run is untraced (its record of what ran is incomplete "
+                    "or altered): at most partial)"
+                ),
             )
         out.append(j)
     return out

@@ -118,7 +118,8 @@ def _body_ran(fn: ast.FunctionDef | ast.AsyncFunctionDef, ran: set[int]) -> bool
 def passed_by(tree: ast.Module, ran: set[int]) -> set[int]:
     """The ids of the statements of branches a run went past: a block of a compound statement
     whose header ran, of which nothing ran, while a later statement of the same block did (so
-    control passed there, in every call the run made), and an exception handler that never ran
+    control passed there, in every call the run made) or another branch of the same ``if`` or
+    ``match`` did (so the test chose it, in every call the run made), and an exception handler that never ran
     beside a body that ran to its end. What a run never reached, or stopped in, keeps its unrun
     lines; a definition's body is a branch of its calls, not of the definition."""
     out: set[int] = set()
@@ -144,12 +145,17 @@ def passed_by(tree: ast.Module, ran: set[int]) -> set[int]:
                     visit(sub)
                 for h in n.handlers:
                     skip(h.body, done)
+            elif isinstance(n, ast.If):  # a branch is gone past too where its sibling ran
+                past = any(ln in ran for ln in statement_span(n)) and later
+                body_ran, else_ran = any(map(ran_any, n.body)), any(map(ran_any, n.orelse))
+                skip(n.body, past or else_ran)
+                skip(n.orelse, past or body_ran)
             else:
                 past = any(ln in ran for ln in statement_span(n)) and later
                 for sub in [getattr(n, f, None) for f in ("body", "orelse")]:
                     skip([c for c in sub or () if isinstance(c, ast.stmt)], past)
                 for case in getattr(n, "cases", ()):
-                    skip(case.body, past)
+                    skip(case.body, past or any(ran_any(s) for c in n.cases for s in c.body))
 
     visit(tree.body)
     return out
@@ -236,8 +242,9 @@ def executed_index(
             for p, ids in found.items()
         }
         kept = _kept(trees, gone)
-        if ran is not None:  # what ran, called only where its result reaches nothing
-            kept = _uncalled(trees, found, gone, kept, _called_unseen(trees, ran))
+        if ran is not None or skipped:  # called only where its result reaches nothing, or
+            # (a run that did not complete) only in the branches it went past
+            kept = _uncalled(trees, found, gone, kept, _called_unseen(trees, ran or partial))
         for path, ids in found.items():
             inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
             unread.update(_token_list(trees[path], set()))
