@@ -30,6 +30,7 @@ LAYERS = (
         "runtrace",
         "reseed",
         "agents",
+        "canary",
         "locks",
         "peer_data.archive",
     ),

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sabench import scoring, stats
+from sabench import canary, scoring, stats
 from sabench.aggregate.read import (
     NOT_REDONE_CAUSES,
     Run,
@@ -47,7 +47,7 @@ from sabench.aggregate.stream import (
 )
 from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
 from sabench.errors import UserError
-from sabench.grid import unpack_runs
+from sabench.grid import is_twin, unpack_runs
 from sabench.index.directed import scan_runs
 from sabench.io import write_parquet, write_text
 from sabench.judges import stability
@@ -127,6 +127,8 @@ TABLES: dict[str, list[str]] = {
     "incomplete_runs": INCOMPLETE_COLUMNS,
     "judge_directed_text": DIRECTED_COLUMNS,
     "judge_stability": stability.STABILITY_COLUMNS,
+    "canary_runs": canary.RUN_COLUMNS,
+    "fabrication_by_agent": canary.AGENT_COLUMNS,
 }
 
 
@@ -358,6 +360,16 @@ def aggregate(
         ),
         "incomplete_runs": incomplete_t,
         "judge_directed_text": pd.DataFrame(directed, columns=DIRECTED_COLUMNS),
+        # canary twins (canary: true): each twin run's verdict, and the rate per agent
+        **dict(
+            zip(
+                ("canary_runs", "fabrication_by_agent"),
+                canary.fabrication_tables(
+                    results_root, [r for r in grid if is_twin(r[1]) and r[1] not in broken]
+                ),
+                strict=True,
+            )
+        ),
     }
     tables = {name: typed(tables[name], TABLES[name]) for name in TABLES if name in tables}
     for name, frame in tables.items():
