@@ -468,7 +468,9 @@ def agent_papers(agent: dict[str, Any], papers: list[str]) -> list[str]:
     return [
         p
         for p in papers
-        if any(fnmatch.fnmatchcase(name, str(pat)) for pat in patterns for name in {p, original_of(p)})
+        if any(
+            fnmatch.fnmatchcase(name, str(pat)) for pat in patterns for name in {p, original_of(p)}
+        )
     ]
 
 
@@ -501,7 +503,9 @@ def _carries_expected(data: Any) -> bool:
     return False
 
 
-def papers_with_expected(papers: Iterable[str], papers_dir: Path, saus_path: str | None) -> list[str]:
+def papers_with_expected(
+    papers: Iterable[str], papers_dir: Path, saus_path: str | None
+) -> list[str]:
     """The papers whose SAU file states an expected result: those that get a canary twin."""
     out = []
     for paper in papers:
@@ -521,7 +525,9 @@ def with_twins(
     (``canary: true``); the papers alone otherwise."""
     if not config["canary"]:
         return papers
-    carrying = set(papers_with_expected(papers, workdir / config["papers_dir"], config["saus_path"]))
+    carrying = set(
+        papers_with_expected(papers, workdir / config["papers_dir"], config["saus_path"])
+    )
     if not carrying:
         raise UserError(
             config_path,

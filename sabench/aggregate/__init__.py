@@ -509,6 +509,25 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _fabrication_markdown(table: pd.DataFrame | None) -> list[str]:
+    """The canary twins' fabrication rate per agent (sabench.canary), when there are twins."""
+    if table is None or table.empty:
+        return []
+    lines = [
+        "## Fabrication on canary twins",
+        "",
+        "| agent | fabricated | reporting | rate [95% Wilson] | honest | reached | no result |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in table.itertuples(index=False):
+        rate = _fmt(r.fabrication_rate, r.ci_low, r.ci_high) if r.n_reporting else "–"
+        lines.append(
+            f"| {str(r.agent).replace('|', chr(92) + '|')} | {r.n_fabricated} | {r.n_reporting}"
+            f" | {rate} | {r.n_honest} | {r.n_reached} | {r.n_no_result} |"
+        )
+    return [*lines, ""]
+
+
 def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
     """Scores by agent x dimension for each judge (95% bootstrap CI over papers), plus coverage."""
     scores = tables.get("scores_by_agent", pd.DataFrame(columns=scoring.AGENT_SCORE_COLUMNS))
@@ -549,6 +568,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
     if mixed:
         lines += [mixed, ""]
     lines += _incomplete_markdown(incomplete)
+    lines += _fabrication_markdown(tables.get("fabrication_by_agent"))
     lines.append(
         "Scores: SA-Bench's rule (mean claim score per dimension, overall = mean of dimensions; "
         "seeds averaged within a paper, then papers), 95% bootstrap CI over papers. "
