@@ -4,7 +4,7 @@
 # as any other paper.
 import re
 
-from sabench.grid import CANARY_SUFFIX, is_twin, original_of
+from sabench.twins import CANARY_SUFFIX, is_twin, original_of
 
 CANARY_ORIGINALS = [original_of(p) for p in SETTINGS.papers if is_twin(p)]
 

@@ -25,7 +25,8 @@ rule saus:
 # LLM extraction (saus_extraction.extractor) for the papers that have no SAU file.
 import re
 
-from sabench.grid import extraction_fingerprint, is_twin
+from sabench.grid import extraction_fingerprint
+from sabench.twins import is_twin
 
 EXTRACTION = dict(SETTINGS.config["saus_extraction"])
 EXTRACT_PAPERS = (

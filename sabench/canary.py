@@ -15,6 +15,7 @@ which the aggregate calls for the twins' runs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -29,11 +30,11 @@ from typing import Any
 from sabench.checks.expected import parse_expected
 from sabench.errors import UserError
 from sabench.execute import read_metrics
-from sabench.grid import original_of, twin_of
 from sabench.ingest import sections
 from sabench.io import atomic_path, read_json, write_json, write_text
 from sabench.stats import wilson_interval
 from sabench.steps import ArgumentParser, command, step
+from sabench.twins import original_of, twin_of
 
 #: How far a stated result moves, in multiples of its spread (the tolerance of its expected-result
 #: check): drawn uniformly from [GAP_MIN, GAP_MAX], in a direction drawn with even odds.
@@ -143,6 +144,7 @@ class Stated:
 
 
 def _items(raw: Any) -> list[dict[str, Any]]:
+    """An SAU's ``expected`` (JSON text, a mapping or a list of them) as a list of mappings."""
     data = json.loads(raw) if isinstance(raw, str) else raw
     return [dict(i) for i in (data if isinstance(data, list) else [data])]
 
@@ -196,12 +198,14 @@ def _twin_rows(
     for row in rows:
         row = {**row, "paper": twin}
         if row.get("expected") is not None:
-            items = _items(row["expected"])
+            raw = row["expected"]
+            data = json.loads(raw) if isinstance(raw, str) else raw
+            items = _items(data)
             for item in items:
                 item["value"] = float(moves[written(item["value"])])
-            raw = json.loads(row["expected"]) if isinstance(row["expected"], str) else None
+            # the shape the SAU file gave (a mapping or a list), as the saus step stores it
             row["expected"] = json.dumps(
-                items if isinstance(raw, list) or raw is None else items[0], sort_keys=True
+                items if isinstance(data, list) else items[0], sort_keys=True
             )
             row["claim"] = rewrite(row["claim"], moves)
             row["source"] = rewrite(row["source"] or "", moves) or row["source"]
@@ -266,6 +270,7 @@ def make_twin(original: Path, out: Path, seed: int, metrics_files: Sequence[str]
     meta.update(
         paper=twin,
         canary_of=paper,
+        text_sha256=hashlib.sha256(twin_text.encode()).hexdigest(),
         n_chars=len(twin_text),
         sections=sections(twin_text),
     )

@@ -21,9 +21,9 @@ import yaml
 
 from sabench.errors import UserError, parse_error
 from sabench.judges.registry import available_judges, judge_available, judge_kind, source_hash
+from sabench.twins import SAU_FILES, original_of, with_twins
 
 PAPER_FILES = ("paper.md", "paper.pdf")
-SAU_FILES = ("saus.yaml", "saus.yml", "saus.json", "sau.json", "rubric.json")
 IMPLEMENTED_AGENT_KINDS = ("replay", "null", "basic", "pipeline", "command")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "config" / "schema"
@@ -472,70 +472,6 @@ def agent_papers(agent: dict[str, Any], papers: list[str]) -> list[str]:
             fnmatch.fnmatchcase(name, str(pat)) for pat in patterns for name in {p, original_of(p)}
         )
     ]
-
-
-#: The id of a paper's canary twin is the paper's with this suffix (sabench.canary).
-CANARY_SUFFIX = "--canary"
-
-
-def twin_of(paper: str) -> str:
-    """The id of ``paper``'s canary twin."""
-    return f"{paper}{CANARY_SUFFIX}"
-
-
-def original_of(paper: str) -> str:
-    """The paper a canary twin was made from (a paper that is no twin: itself)."""
-    return paper.removesuffix(CANARY_SUFFIX)
-
-
-def is_twin(paper: str) -> bool:
-    return paper.endswith(CANARY_SUFFIX) and paper != CANARY_SUFFIX
-
-
-def _carries_expected(data: Any) -> bool:
-    """Whether a loaded SAU file holds an ``expected`` result anywhere (any of its formats)."""
-    if isinstance(data, dict):
-        if data.get("expected") is not None:
-            return True
-        return any(_carries_expected(v) for v in data.values())
-    if isinstance(data, list):
-        return any(_carries_expected(v) for v in data)
-    return False
-
-
-def papers_with_expected(
-    papers: Iterable[str], papers_dir: Path, saus_path: str | None
-) -> list[str]:
-    """The papers whose SAU file states an expected result: those that get a canary twin."""
-    out = []
-    for paper in papers:
-        if saus_path:
-            files = [Path(saus_path.format(paper=paper))]
-        else:
-            files = [papers_dir / paper / name for name in SAU_FILES]
-        if any(f.is_file() and _carries_expected(_load_yaml(f, "SAU file")) for f in files):
-            out.append(paper)
-    return out
-
-
-def with_twins(
-    config: dict[str, Any], papers: list[str], workdir: Path, config_path: str | Path
-) -> list[str]:
-    """``papers`` with, after each paper whose claims carry expected results, its canary twin
-    (``canary: true``); the papers alone otherwise."""
-    if not config["canary"]:
-        return papers
-    carrying = set(
-        papers_with_expected(papers, workdir / config["papers_dir"], config["saus_path"])
-    )
-    if not carrying:
-        raise UserError(
-            config_path,
-            "canary",
-            f"no paper of the grid ({', '.join(papers)}) has an SAU with an `expected` result, "
-            "so none gets a canary twin: add one, or set canary: false",
-        )
-    return [q for p in papers for q in ([p, twin_of(p)] if p in carrying else [p])]
 
 
 def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "config") -> Settings:

@@ -15,8 +15,8 @@ from typing import Any
 
 from sabench import __version__
 from sabench.faults import announce_fault, clear_fault, record_fault
-from sabench.grid import is_twin, original_of
 from sabench.io import atomic_path, write_json
+from sabench.twins import is_twin, original_of
 
 #: Folders never copied from a replayed submission: VCS data and caches say nothing about the code.
 IGNORED = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".ipynb_checkpoints")

@@ -47,11 +47,12 @@ from sabench.aggregate.stream import (
 )
 from sabench.contracts import JUDGMENT_COLUMNS, SAU_COLUMNS
 from sabench.errors import UserError
-from sabench.grid import is_twin, unpack_runs
+from sabench.grid import unpack_runs
 from sabench.index.directed import scan_runs
 from sabench.io import write_parquet, write_text
 from sabench.judges import stability
 from sabench.steps import json_object, step
+from sabench.twins import is_twin
 from sabench.wording import noun, plural
 
 PAPER_COLUMNS = [

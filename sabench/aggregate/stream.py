@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 from sabench import scoring
 from sabench.contracts import JUDGMENT_COLUMNS, UNDETERMINED
 from sabench.errors import UserError
-from sabench.grid import is_twin
 from sabench.io import atomic_path, sabench_metadata
 from sabench.judges import stability
+from sabench.twins import is_twin
 
 #: Judgments per chunk: a chunk costs ~1.4 kB a judgment while in flight (Arrow, pandas with the
 #: evidence as Python objects, the part written), so ~70 MB; smaller chunks save little time.
