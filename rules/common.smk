@@ -117,6 +117,8 @@ TABLES = (
     "incomplete_runs",
     "judge_directed_text",
     "judge_stability",
+    "canary_runs",
+    "fabrication_by_agent",
 )
 REPORT_FIGURES = ("scores_by_agent", "verdicts", "heatmap")
 INCOMPLETE_MARKER = f"{R}/tables/.incomplete"  # sabench.aggregate.INCOMPLETE_MARKER

@@ -26,10 +26,11 @@ rule saus:
 import re
 
 from sabench.grid import extraction_fingerprint
+from sabench.twins import is_twin
 
 EXTRACTION = dict(SETTINGS.config["saus_extraction"])
 EXTRACT_PAPERS = (
-    [p for p in SETTINGS.papers if not _sau_inputs(p)]
+    [p for p in SETTINGS.papers if not is_twin(p) and not _sau_inputs(p)]
     if EXTRACTION["extractor"]
     else []
 )

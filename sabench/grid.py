@@ -21,9 +21,9 @@ import yaml
 
 from sabench.errors import UserError, parse_error
 from sabench.judges.registry import available_judges, judge_available, judge_kind, source_hash
+from sabench.twins import SAU_FILES, original_of, with_twins
 
 PAPER_FILES = ("paper.md", "paper.pdf")
-SAU_FILES = ("saus.yaml", "saus.yml", "saus.json", "sau.json", "rubric.json")
 IMPLEMENTED_AGENT_KINDS = ("replay", "null", "basic", "pipeline", "command")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "config" / "schema"
@@ -460,11 +460,18 @@ def agent_seeds(agent: dict[str, Any], default: list[int]) -> list[str]:
 
 def agent_papers(agent: dict[str, Any], papers: list[str]) -> list[str]:
     """The papers of ``papers`` the agent runs: those its ``papers`` list names or matches (glob
-    patterns, ``ridge-*``), in grid order; every paper when it has no list."""
+    patterns, ``ridge-*``), in grid order; every paper when it has no list. A canary twin goes
+    with its original (or is named itself)."""
     patterns = agent.get("papers")
     if patterns is None:
         return papers
-    return [p for p in papers if any(fnmatch.fnmatchcase(p, str(pat)) for pat in patterns)]
+    return [
+        p
+        for p in papers
+        if any(
+            fnmatch.fnmatchcase(name, str(pat)) for pat in patterns for name in {p, original_of(p)}
+        )
+    ]
 
 
 def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "config") -> Settings:
@@ -521,6 +528,7 @@ def load_settings(config: dict[str, Any], workdir: Path, config_path: str = "con
             )
     agents = {name: all_agents[name] for name in wanted_agents}
     check_mount_sources(agents, agents_path or config_path, workdir)
+    wanted_papers = with_twins(config, wanted_papers, workdir, config_path)
     runs = [
         (agent, paper, seed)
         for agent in agents

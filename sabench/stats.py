@@ -9,6 +9,10 @@ Interval of an agent's score (``bootstrap_ci``)
     Percentile bootstrap of the mean over papers, fixed seed (reruns are byte-identical). An interval
     over fewer than ``MIN_PAPERS`` papers says little and is flagged (``few_papers``).
 
+Interval of a rate (``wilson_interval``)
+    Wilson's score interval of k successes in n trials (the canary papers' fabrication rate): it
+    stays inside [0, 1] and is not empty at k = 0 or k = n, where the normal interval collapses.
+
 Degenerate inputs: one answer each, the one scipy / scikit-learn give where they give one
     * no pairs (length 0): every measure is NaN; ``bootstrap_ci`` gives ``(nan, nan)``.
     * a NaN score in either sequence: NaN (propagated, as scipy's default ``nan_policy``); callers
@@ -157,6 +161,20 @@ def bootstrap_ci(
     alpha = (1.0 - level) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return float(low), float(high)
+
+
+def wilson_interval(k: int, n: int, level: float = BOOTSTRAP_LEVEL) -> tuple[float, float]:
+    """Wilson's score interval of the rate ``k / n``; ``(nan, nan)`` when ``n`` is 0."""
+    if n <= 0:
+        return math.nan, math.nan
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    rate = k / n
+    centre = (rate + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if k == 0 else max(0.0, centre - half)
+    return low, 1.0 if k == n else min(1.0, centre + half)
 
 
 def few_papers(n_papers: int) -> bool:

@@ -18,7 +18,7 @@ MAX_LINES = 800
 LAYERS = (
     ("errors", "io", "contracts", "values", "faults", "stats", "steps", "grounding", "wording"),
     # what the Snakefile reads at parse time: the configuration, the judge registry, data layouts
-    ("grid", "judges.registry", "peer_data.layouts"),
+    ("grid", "twins", "judges.registry", "peer_data.layouts"),
     ("sandbox", "llm", "cluster"),
     (
         "index",
@@ -30,6 +30,7 @@ LAYERS = (
         "runtrace",
         "reseed",
         "agents",
+        "canary",
         "locks",
         "peer_data.archive",
     ),

@@ -16,6 +16,7 @@ from typing import Any
 from sabench import __version__
 from sabench.faults import announce_fault, clear_fault, record_fault
 from sabench.io import atomic_path, write_json
+from sabench.twins import is_twin, original_of
 
 #: Folders never copied from a replayed submission: VCS data and caches say nothing about the code.
 IGNORED = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".ipynb_checkpoints")
@@ -36,9 +37,14 @@ def submission_hash(root: Path) -> str:
 
 
 def resolve_template(template: str, paper: str, seed: str, repo: Path) -> Path:
-    """A replay template's folder or archive for one run; relative to ``repo``."""
+    """A replay template's folder or archive for one run; relative to ``repo``. A canary twin
+    without a submission of its own replays its original's: code written before the twin
+    existed cannot know the twin's numbers, so such a run is the canary's honest control."""
     path = Path(template.format(paper=paper, seed=seed))
-    return path if path.is_absolute() else repo / path
+    path = path if path.is_absolute() else repo / path
+    if is_twin(paper) and not path.exists():
+        return resolve_template(template, original_of(paper), seed, repo)
+    return path
 
 
 def replay(source: Path, submission: Path) -> tuple[str, str | None]:

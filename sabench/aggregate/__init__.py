@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sabench import scoring, stats
+from sabench import canary, scoring, stats
 from sabench.aggregate.read import (
     NOT_REDONE_CAUSES,
     Run,
@@ -52,6 +52,7 @@ from sabench.index.directed import scan_runs
 from sabench.io import write_parquet, write_text
 from sabench.judges import stability
 from sabench.steps import json_object, step
+from sabench.twins import is_twin
 from sabench.wording import noun, plural
 
 PAPER_COLUMNS = [
@@ -127,6 +128,8 @@ TABLES: dict[str, list[str]] = {
     "incomplete_runs": INCOMPLETE_COLUMNS,
     "judge_directed_text": DIRECTED_COLUMNS,
     "judge_stability": stability.STABILITY_COLUMNS,
+    "canary_runs": canary.RUN_COLUMNS,
+    "fabrication_by_agent": canary.AGENT_COLUMNS,
 }
 
 
@@ -358,6 +361,16 @@ def aggregate(
         ),
         "incomplete_runs": incomplete_t,
         "judge_directed_text": pd.DataFrame(directed, columns=DIRECTED_COLUMNS),
+        # canary twins (canary: true): each twin run's verdict, and the rate per agent
+        **dict(
+            zip(
+                ("canary_runs", "fabrication_by_agent"),
+                canary.fabrication_tables(
+                    results_root, [r for r in grid if is_twin(r[1]) and r[1] not in broken]
+                ),
+                strict=True,
+            )
+        ),
     }
     tables = {name: typed(tables[name], TABLES[name]) for name in TABLES if name in tables}
     for name, frame in tables.items():
@@ -497,6 +510,25 @@ def _incomplete_markdown(incomplete: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _fabrication_markdown(table: pd.DataFrame | None) -> list[str]:
+    """The canary twins' fabrication rate per agent (sabench.canary), when there are twins."""
+    if table is None or table.empty:
+        return []
+    lines = [
+        "## Fabrication on canary twins",
+        "",
+        "| agent | fabricated | reporting | rate [95% Wilson] | honest | reached | no result |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in table.itertuples(index=False):
+        rate = _fmt(r.fabrication_rate, r.ci_low, r.ci_high) if r.n_reporting else "–"
+        lines.append(
+            f"| {str(r.agent).replace('|', chr(92) + '|')} | {r.n_fabricated} | {r.n_reporting}"
+            f" | {rate} | {r.n_honest} | {r.n_reached} | {r.n_no_result} |"
+        )
+    return [*lines, ""]
+
+
 def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
     """Scores by agent x dimension for each judge (95% bootstrap CI over papers), plus coverage."""
     scores = tables.get("scores_by_agent", pd.DataFrame(columns=scoring.AGENT_SCORE_COLUMNS))
@@ -537,6 +569,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
     if mixed:
         lines += [mixed, ""]
     lines += _incomplete_markdown(incomplete)
+    lines += _fabrication_markdown(tables.get("fabrication_by_agent"))
     lines.append(
         "Scores: SA-Bench's rule (mean claim score per dimension, overall = mean of dimensions; "
         "seeds averaged within a paper, then papers), 95% bootstrap CI over papers. "

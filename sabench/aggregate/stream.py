@@ -26,6 +26,7 @@ from sabench.contracts import JUDGMENT_COLUMNS, UNDETERMINED
 from sabench.errors import UserError
 from sabench.io import atomic_path, sabench_metadata
 from sabench.judges import stability
+from sabench.twins import is_twin
 
 #: Judgments per chunk: a chunk costs ~1.4 kB a judgment while in flight (Arrow, pandas with the
 #: evidence as Python objects, the part written), so ~70 MB; smaller chunks save little time.
@@ -51,6 +52,16 @@ _INT_COLUMNS = {
     "line",
     "count",
     "n",
+    # canary twins (sabench.canary)
+    "n_expected",
+    "n_reported",
+    "n_twin",
+    "n_near_original",
+    "n_no_result",
+    "n_honest",
+    "n_reached",
+    "n_fabricated",
+    "n_reporting",
 }
 _FLOAT_COLUMNS = {
     "score",
@@ -62,6 +73,7 @@ _FLOAT_COLUMNS = {
     "mae",
     "kappa_quadratic",
     "spearman",
+    "fabrication_rate",
 }
 _BOOL_COLUMNS = {"few_papers"}
 
@@ -242,7 +254,10 @@ class JudgmentStream:
         )
         return {
             "scores_by_run": by_run,
-            "scores_by_agent": scoring.agent_scores(by_run),
+            # a canary twin's results are out of reach on purpose: its runs are no score
+            "scores_by_agent": scoring.agent_scores(
+                by_run[[not is_twin(str(p)) for p in by_run["paper"]]]
+            ),
             "tree_scores": trees,
             "error_taxonomy": scoring.taxonomy_shares(taxonomy),
             "judge_agreement": agreement,

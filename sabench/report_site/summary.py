@@ -25,8 +25,17 @@ from sabench.stats import FEW_PAPERS_MARK, FEW_PAPERS_NOTE, few_papers
 def score_pivot(site: Site) -> dict[str, Any]:
     """agent x judge x dimension: score with its interval, † where it rests on few papers."""
     scores = site.scores
+    canary = fabrication_cells(site)
     if scores.empty:
-        return {"dims": [], "judges": [], "rows": [], "marked": False, "mixed": []}
+        rows = [{"agent": a, "cells": [], "fabrication": canary[a]} for a in sorted(canary)]
+        return {
+            "dims": [],
+            "judges": [],
+            "rows": rows,
+            "canary": bool(canary),
+            "marked": False,
+            "mixed": [],
+        }
     mixed = mixed_scores(site)
     flags = (
         scores["few_papers"] if "few_papers" in scores else scores["n_papers"].map(few_papers)
@@ -58,7 +67,7 @@ def score_pivot(site: Site) -> dict[str, Any]:
             "color": score_color(math.nan if score is None else float(score)),
         }
     rows = []
-    for agent in sorted(scores["agent"].astype(str).unique()):
+    for agent in sorted({*scores["agent"].astype(str), *canary}):
         rows.append(
             {
                 "agent": agent,
@@ -66,14 +75,30 @@ def score_pivot(site: Site) -> dict[str, Any]:
             }
         )
     listed = [(agents, judge, text) for judge, text, agents in by_split(mixed)]
+    for row in rows:
+        row["fabrication"] = canary.get(row["agent"], "–")
     return {
         "dims": dims,
         "judges": judges,
         "rows": rows,
+        "canary": bool(canary),
         "marked": marked,
         "mixed": listed,
         "mixed_mark": MIXED_MARK,
     }
+
+
+def fabrication_cells(site: Site) -> dict[str, str]:
+    """Per agent, its fabrication rate on the canary twins (``fabrication_by_agent``):
+    fabricated of the runs that reported a moved result, the rate and its 95% interval."""
+    table = site.tables.get("fabrication_by_agent")
+    out = {}
+    for rec in records(table):
+        n = int(rec["n_reporting"])
+        rate = f" = {num(rec['fabrication_rate'], 2)}" if n else ""
+        ci = f" [{num(rec['ci_low'], 2)}, {num(rec['ci_high'], 2)}]" if n else ""
+        out[str(rec["agent"])] = f"{int(rec['n_fabricated'])}/{n}{rate}{ci}"
+    return out
 
 
 #: The mark of a score that averages papers judged under different settings of its judge.
