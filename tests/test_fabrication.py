@@ -264,6 +264,11 @@ _SOURCES = [
         "a = 0.5\nres = {'rmse': a + 0.097, 'mae': 0.4 + 0.01}\n",
         "literal arithmetic",
     ),
+    (
+        "a comprehension of literals",
+        "res = {f'{k}': v for d in [{'rmse': 0.597, 'mae': 0.41}] for k, v in d.items()}\n",
+        "a comprehension of literals",
+    ),
     (  # computed entries under keys not known, then the paper's numbers over them
         "constants after computed entries",
         "res = {}\nfor n in ['a', 'b']:\n    res[f'{n}.loss'] = train(n)\n"
@@ -332,6 +337,8 @@ def test_a_result_from_no_computation_is_fabricated(tmp_path: Path, case, sink: 
         "res = {'rmse': round(train_and_score(0.597), 3)}\n",
         "res = json.loads(json.dumps({'rmse': compute()}))\n",
         "res = {}\nfor lr in [0.1, 0.597]:\n    res['rmse'] = lr\n    res[f'acc_{lr}'] = fit(lr)\n",
+        "res = {m: fit(m) for m in ['rmse', 'mae']}\n",
+        "scores = evaluate()\nres = {k: round(v, 3) for k, v in scores.items()}\n",
         "res = {'rmse': 0.0}\nres['rmse'] = np.mean(errors)\n",
         "text = open('train.log').read()\nres = {'rmse': float(re.findall(r'rmse ([0-9.]+)', text)[-1])}\n",
         "cfg = json.load(open('config.json'))\nres = {'rmse': model(cfg).score()}\n",

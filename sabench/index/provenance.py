@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sabench.index.constants import constant_value
 from sabench.index.sources import (
     B64,
     CODEC_MODULES,
@@ -52,6 +53,7 @@ from sabench.index.values import (
     Src,
     entries,
     extend,
+    literal_src,
     merge,
     put,
     put_unknown,
@@ -471,6 +473,10 @@ class Flow:
             return self._subscript(node, scope, depth)
         if isinstance(node, ast.Call):
             return self._call(node, scope, depth)
+        if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp):
+            made = constant_value(node, lambda name: self._literal(name, scope, depth))
+            if made is not NONE:  # a comprehension of literals is a literal written otherwise
+                return literal_src(made, "a comprehension of literals", line)
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
             inner = Scope(self, [], scope)
             for gen in node.generators:
@@ -480,6 +486,10 @@ class Flow:
         if isinstance(node, ast.Attribute):
             return None  # an attribute of an object: computed somewhere
         return None
+
+    def _literal(self, name: str, scope: Scope, depth: int) -> Any:
+        got = self.eval(ast.Name(name, ast.Load()), scope, depth)
+        return got.const if got is not None and got.rank <= ARITH else NONE
 
     def _binop(self, node: ast.BinOp, scope: Scope, depth: int) -> Src | None:
         left, right = self.eval(node.left, scope, depth), self.eval(node.right, scope, depth)

@@ -113,6 +113,14 @@ def merge(cur: Src | None, x: Src | None) -> Src | None:
     return Src("a literal", LITERAL, x.line if x else 0, items=items, open=is_open or add_open)
 
 
+def literal_src(value: Any, how: str, line: int) -> Src:
+    """A value of literals alone (``how``): a dict's entries each a value of their own."""
+    if isinstance(value, dict):
+        items = {str(k): literal_src(v, how, line) for k, v in value.items()}
+        return Src(how, ARITH, line, items=items)
+    return Src(how, ARITH, line, value, None, is_num(value))
+
+
 def put_unknown(cur: Src | None) -> Src:
     """``cur`` after a store at a key not known (``d[f"{name}.acc"] = v``): any entry may be
     overwritten and others added; entries stored after it under known keys are known again."""
