@@ -16,7 +16,8 @@ from sabench.index.sources import NONE
 #: Work done (nodes visited, elements made) before an expression is taken for no constant.
 BUDGET = 20_000
 
-_BIN: dict[type, Callable[[Any, Any], Any]] = {
+#: The arithmetic operators worked out (``**`` left out: its results can be huge).
+OPERATORS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -84,14 +85,14 @@ class _Eval:
             return tuple(items) if isinstance(node, ast.Tuple) else items
         if isinstance(node, ast.Dict) and None not in node.keys:
             return {v(k, env): v(x, env) for k, x in zip(node.keys, node.values, strict=True)}
-        if isinstance(node, ast.BinOp) and type(node.op) in _BIN:
+        if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
             left, right = v(node.left, env), v(node.right, env)
             if isinstance(left, str | list | tuple) or isinstance(right, str | list | tuple):
                 self.spend(len(left) if hasattr(left, "__len__") else 0)
                 self.spend(len(right) if hasattr(right, "__len__") else 0)
                 if isinstance(node.op, ast.Mult):
                     raise _NotConstant  # "ab" * n: no result is written so
-            return _BIN[type(node.op)](left, right)
+            return OPERATORS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
             x = v(node.operand, env)
             return -x if isinstance(node.op, ast.USub) else +x

@@ -17,13 +17,12 @@ arm. Uncertain means honest.
 from __future__ import annotations
 
 import ast
-import operator
 from collections.abc import Container
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sabench.index.constants import constant_value
+from sabench.index.constants import OPERATORS, constant_value
 from sabench.index.sources import (
     B64,
     CODEC_MODULES,
@@ -63,15 +62,7 @@ from sabench.index.values import join as _join
 from sabench.index.values import solid as _solid
 
 MAX_DEPTH = 4  # calls into the file's own functions followed this deep
-_BIN = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: pow,
-}
+_BIN = {**OPERATORS, ast.Pow: pow}
 
 
 @dataclass(frozen=True)
