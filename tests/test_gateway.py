@@ -1,0 +1,391 @@
+"""The model gateway of a command agent (network: gateway), over real HTTP: a scripted
+OpenAI-compatible server on loopback is the provider, the gateway serves its unix socket, and a
+command agent (a small urllib client) runs in a real bwrap sandbox and a real docker container
+with no network. What it reaches, what it spends, what is recorded, and where the key never is."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from openai_server import ScriptedServer
+
+from sabench.agents import run_agent
+from sabench.errors import UserError
+from sabench.gateway.server import Gateway
+from sabench.gateway.settings import GatewaySettings
+
+REPO = Path(__file__).resolve().parents[1]
+SECRET = "sk-gateway-secret-5d2e8b1c9a"
+KEY_ENV = "SABENCH_GATEWAY_TEST_KEY"
+PRICES = {"input_per_mtok": 1.0, "output_per_mtok": 2.0}
+REPRODUCE = "echo reproduced > out.txt\n"
+#: The agent: asks for reproduce.sh (whole and streamed), probes the network, then asks until
+#: refused; reports what it saw into its submission and its environment into its log.
+AGENT_PY = r"""
+import json, os, socket, urllib.error, urllib.request
+
+base, token = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
+
+
+def ask(text, stream=False, key=token):
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": text}], "stream": stream}
+    request = urllib.request.Request(
+        base + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return answer.read().decode()
+
+
+def reach(host, port):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return "reached"
+    except OSError as exc:
+        return type(exc).__name__
+
+
+open("reproduce.sh", "w").write(json.loads(ask("write reproduce.sh"))["choices"][0]["message"]["content"])
+events = [l[6:] for l in ask("stream it", stream=True).splitlines() if l.startswith("data: ")]
+streamed = "".join(
+    json.loads(e)["choices"][0]["delta"].get("content") or "" for e in events if e != "[DONE]"
+)
+try:
+    ask("sneak", key="sk-guessed")
+    wrong = 200
+except urllib.error.HTTPError as exc:
+    wrong = exc.code
+report = {
+    "streamed": streamed,
+    "done": events[-1],
+    "wrong_token": wrong,
+    "upstream": reach("127.0.0.1", int(os.environ["UPSTREAM_PORT"])),
+    "external": reach("192.0.2.1", 80),
+}
+calls = 2
+while calls < 50:
+    try:
+        ask("more")
+        calls += 1
+    except urllib.error.HTTPError as exc:
+        report.update(refused=exc.code, message=json.loads(exc.read())["error"]["message"])
+        break
+report["calls"] = calls
+json.dump(report, open("agent_report.json", "w"))
+print(json.dumps(dict(os.environ)))
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as s:
+        s.set_script(
+            [
+                {"match": "reproduce.sh", "replies": [{"content": REPRODUCE}]},
+                {"match": "stream it", "replies": [{"content": "streamed words"}]},
+                {"replies": [{"content": "more words"}]},
+            ]
+        )
+        yield s
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    return SECRET
+
+
+def _agent(server: ScriptedServer, **gateway: Any) -> dict[str, Any]:
+    return {
+        "model": "openai/scripted",
+        "api_base": server.url,
+        "api_key_env": KEY_ENV,
+        "prices": PRICES,
+        "max_retries": 0,
+        "network": "gateway",
+        "gateway": gateway,
+    }
+
+
+class _UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path: Path) -> None:
+        super().__init__("gateway", timeout=30)
+        self.socket_path = str(path)
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.socket_path)
+
+
+def _post(gateway: Gateway, path: str, body: dict, token: str | None = None) -> tuple[int, str]:
+    conn = _UnixHTTP(gateway.socket_path)
+    headers = {"Authorization": f"Bearer {token or gateway.token}"}
+    conn.request("POST", path, json.dumps(body), headers)
+    answer = conn.getresponse()
+    return answer.status, answer.read().decode()
+
+
+def test_gateway_forwards_with_the_key_meters_and_refuses(
+    server: ScriptedServer, key: str, tmp_path: Path
+) -> None:
+    """The key goes upstream and nowhere else; a wrong token is a 401 on the record; streamed
+    requests get server-sent events; Anthropic messages are answered; the third call is refused."""
+    settings = GatewaySettings.from_agent(_agent(server, calls=2))
+    chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": "write reproduce.sh"}]}
+    with Gateway(settings) as gateway:
+        status, text = _post(gateway, "/v1/chat/completions", chat, token="sk-wrong")
+        assert status == 401 and "wrong token" in text
+        status, text = _post(gateway, "/v1/chat/completions", chat)
+        assert status == 200, text
+        reply = json.loads(text)
+        assert reply["choices"][0]["message"]["content"] == REPRODUCE
+        assert reply["model"] == "gpt-4o"  # the name it asked for
+        anthropic = {
+            "model": "claude",
+            "max_tokens": 50,
+            "stream": True,
+            "messages": chat["messages"],
+        }
+        status, text = _post(gateway, "/v1/messages", anthropic)
+        assert status == 200, text
+        events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+        assert events[0]["type"] == "message_start"
+        assert events[-1]["type"] == "message_stop"
+        deltas = [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
+        assert deltas == [REPRODUCE]
+        status, text = _post(gateway, "/v1/chat/completions", chat)
+        assert status == 429 and "budget is spent (2 of 2 calls)" in text
+    assert server.count == 2
+    assert {r["headers"]["authorization"] for r in server.requests} == {f"Bearer {key}"}
+    assert server.bodies()[0]["model"] == "scripted"  # routed to the agent's model
+    path = gateway.write_record(tmp_path)
+    calls = pd.read_parquet(path)
+    assert list(calls["outcome"]) == ["unauthorized", "ok", "ok", "budget"]
+    assert list(calls["status"]) == [401, 200, 200, 429]
+    assert list(calls["api"]) == [
+        "chat.completions",
+        "chat.completions",
+        "anthropic.messages",
+        "chat.completions",
+    ]
+    ok = calls[calls["outcome"] == "ok"]
+    assert (ok["prompt_tokens"] > 0).all() and (ok["cost_usd"] > 0).all()
+    summary = gateway.summary()
+    assert summary["calls"] == 2 and summary["unauthorized"] == 1
+    assert summary["limit"] == "gateway budget spent (2 of 2 calls)"
+    assert key not in path.read_bytes().decode(errors="replace")
+
+
+def test_a_token_budget_counts_what_the_provider_reports(server: ScriptedServer, key: str) -> None:
+    server.set_script(
+        [{"replies": [{"content": "x", "usage": {"prompt_tokens": 30, "completion_tokens": 20}}]}]
+    )
+    settings = GatewaySettings.from_agent(_agent(server, tokens=60))
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with Gateway(settings) as gateway:
+        assert _post(gateway, "/v1/chat/completions", chat)[0] == 200
+        assert _post(gateway, "/v1/chat/completions", chat)[0] == 200  # 50 < 60 before it
+        status, text = _post(gateway, "/v1/chat/completions", chat)
+    assert status == 429 and "100 of 60 tokens" in text
+    assert server.count == 2
+
+
+def test_an_unreachable_provider_is_a_fault_not_a_score(key: str, tmp_path: Path) -> None:
+    """The provider's failure is not the agent's: the run is redone, never scored."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    agent = {
+        "kind": "command",
+        "model": "openai/scripted",
+        "api_base": f"http://127.0.0.1:{port}/v1",
+        "max_retries": 0,
+        "network": "gateway",
+        "command": [
+            "python3",
+            "-c",
+            "import os, urllib.request as u\n"
+            "r = u.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions', data=b'"
+            '{"model": "m", "messages": []}'
+            "', headers={'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY']})\n"
+            "try: u.urlopen(r)\nexcept Exception as e: print(e)\nopen('x', 'w').write('x')",
+        ],
+    }
+    record, _ = _run(tmp_path, agent, {"backend": "local"})
+    assert record["status"] == "fault" and record["fault"] == "provider_unreachable", record
+    assert "failed at the provider through the gateway" in record["error"]
+
+
+def _run(tmp_path: Path, agent: dict, runtime: dict) -> tuple[dict, Path]:
+    view = tmp_path / "agent_view"
+    view.mkdir(exist_ok=True)
+    shutil.copy(REPO / "resources" / "papers" / "ridge-gd" / "paper.md", view / "paper.md")
+    out = tmp_path / "run"
+    record = run_agent(
+        "mine",
+        {"kind": "command", **agent},
+        "ridge-gd",
+        "0",
+        out / "submission",
+        out / "agent.json",
+        tmp_path,
+        view,
+        runtime,
+    )
+    return record, out
+
+
+def _gateway_agent(
+    server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: int
+) -> dict[str, Any]:
+    code = tmp_path / "agent-code"
+    code.mkdir()
+    (code / "agent.py").write_text(AGENT_PY)
+    port = server.url.split(":")[2].split("/")[0]
+    monkeypatch.setenv("UPSTREAM_PORT", port)
+    return {
+        **_agent(server, calls=calls, grace_s=20),
+        "command": ["python3", "/agent/agent.py"],
+        "mounts": [{"source": str(code), "target": "/agent"}],
+        "env": ["UPSTREAM_PORT"],
+        "time_limit_s": 120,
+    }
+
+
+def _check_run(record: dict, out: Path, server: ScriptedServer, key: str, calls: int) -> None:
+    """What every backend must give: the submission from the model's reply, no other address
+    reached, the budget's limit, the record, and the key nowhere but upstream."""
+    assert record["status"] == "limit", record
+    assert record["limit"] == f"gateway budget spent ({calls} of {calls} calls)"
+    submission = out / "submission"
+    assert (submission / "reproduce.sh").read_text() == REPRODUCE
+    report = json.loads((submission / "agent_report.json").read_text())
+    assert report["streamed"] == "streamed words" and report["done"] == "[DONE]"
+    assert report["wrong_token"] == 401
+    assert report["upstream"] != "reached" and report["external"] != "reached", report
+    assert report["refused"] == 429 and "budget is spent" in report["message"]
+    assert report["calls"] == calls
+    assert server.count == calls
+    gateway = record["gateway"]
+    assert gateway["calls"] == calls and gateway["refused_budget"] == 1
+    assert gateway["unauthorized"] == 1
+    assert record["prompt_tokens"] > 0 and record["cost_usd"] > 0
+    table = pd.read_parquet(out / "gateway_calls.parquet")
+    assert (table["outcome"] == "ok").sum() == calls
+    assert table["stream"].sum() == 1
+    log = (out / "agent-command.log").read_text()
+    assert "SABENCH_GATEWAY_TOKEN" in log  # the agent's environment was printed
+    for text in (
+        log,
+        (out / "agent.json").read_text(),
+        (submission / "agent_report.json").read_text(),
+        (out / "gateway_calls.parquet").read_bytes().decode(errors="replace"),
+    ):
+        assert key not in text
+    printed = next(line for line in log.splitlines() if line.startswith("{"))
+    assert KEY_ENV not in json.loads(printed)
+
+
+@pytest.mark.bwrap
+def test_command_agent_through_the_gateway_under_bwrap(
+    server: ScriptedServer,
+    key: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    sandbox_env: Path,
+) -> None:
+    from sabench.sandbox import get_backend
+
+    ok, why = get_backend("bwrap").available()
+    if not ok:
+        pytest.skip(f"bwrap unavailable: {why}")
+    agent = _gateway_agent(server, tmp_path, monkeypatch, calls=3)
+    runtime = {"backend": "bwrap", "python_env": str(sandbox_env)}
+    record, out = _run(tmp_path, agent, runtime)
+    _check_run(record, out, server, key, calls=3)
+
+
+@pytest.mark.docker
+def test_command_agent_through_the_gateway_under_docker(
+    docker_engine, server: ScriptedServer, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in docker_engine.env().items():
+        monkeypatch.setenv(name, value)
+    agent = {
+        **_gateway_agent(server, tmp_path, monkeypatch, calls=2),
+        "image": docker_engine.image.ref,
+    }
+    record, out = _run(tmp_path, agent, {"backend": "docker"})
+    assert record["backend"] == "docker"
+    _check_run(record, out, server, key, calls=2)
+
+
+def test_gateway_settings_are_checked_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from sabench.grid import load_agents
+    from sabench.lifecycle import missing_api_keys
+
+    def error(text: str) -> str:
+        path = tmp_path / "agents.yaml"
+        path.write_text(text)
+        with pytest.raises(UserError) as caught:
+            load_agents(path)
+        return str(caught.value)
+
+    head = "a:\n  kind: command\n  command: [x]\n  model: openai/m\n  network: gateway\n"
+    line = error(head + "  gateway: {calls: 0}\n")
+    assert "a.gateway.calls" in line and "a budget of 0 model calls lets no call through" in line
+    assert "line 6" in line and "\n" not in line
+    assert "needs kind: command and network: gateway" in error(
+        "a:\n  kind: command\n  command: [x]\n  gateway: {calls: 3}\n"
+    )
+    assert "name one" in error("a:\n  kind: command\n  command: [x]\n  network: gateway\n")
+    line = error(head + "  api_key_env: MY_KEY\n  env: [MY_KEY]\n")
+    assert "per-run token" in line and "a.env" in line
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    agent = {"kind": "command", "command": ["x"], "network": "gateway", "model": "openai/gpt-4o"}
+    agent["gateway"] = {"models": {"claude": "anthropic/claude-3-5-sonnet"}}
+    settings = SimpleNamespace(
+        agents={"a": agent}, judges=[], drift_runs=[], config={"judge_settings": {}}
+    )
+    problems = missing_api_keys(settings)
+    assert [p.split(":")[0] for p in problems] == [
+        "agent a (gateway route anthropic/claude-3-5-sonnet)",
+        "agent a (gateway route openai/gpt-4o)",
+    ]
+    assert "ANTHROPIC_API_KEY" in problems[0] and "OPENAI_API_KEY" in problems[1]
+
+
+def test_a_gateway_that_cannot_start_is_a_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A temporary folder too deep for a unix socket's path (108 bytes): one line, a fault."""
+    import tempfile
+
+    deep = tmp_path / ("d" * 100)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    agent = {
+        "model": "openai/m",
+        "api_base": "http://127.0.0.1:9/v1",
+        "network": "gateway",
+        "command": ["true"],
+    }
+    record, _ = _run(tmp_path, agent, {"backend": "local"})
+    assert record["status"] == "fault" and record["fault"] == "sandbox_error"
+    assert record["error"].startswith("the model gateway could not start: ")
+    assert "\n" not in record["error"]
