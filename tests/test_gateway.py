@@ -389,3 +389,32 @@ def test_a_gateway_that_cannot_start_is_a_fault(
     assert record["status"] == "fault" and record["fault"] == "sandbox_error"
     assert record["error"].startswith("the model gateway could not start: ")
     assert "\n" not in record["error"]
+
+
+@pytest.mark.bwrap
+def test_an_agent_that_goes_on_after_its_budget_is_ended_and_keeps_what_it_wrote(
+    server: ScriptedServer, key: str, tmp_path: Path, sandbox_env: Path
+) -> None:
+    """It ignores the 429 and waits (as an agent retrying forever would): the gateway's forwarder
+    ends it after grace_s, long before its time limit; the run is ``limit``, its files kept."""
+    stubborn = (
+        "import os, time, urllib.request, urllib.error\n"
+        "request = urllib.request.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions',"
+        ' data=b\'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}\','
+        " headers={'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY']})\n"
+        "for _ in range(3):\n"
+        "    try: urllib.request.urlopen(request).read()\n"
+        "    except urllib.error.HTTPError as exc: open('partial.txt', 'w').write(str(exc.code))\n"
+        "time.sleep(300)\n"
+    )
+    agent = {
+        **_agent(server, calls=1, grace_s=1),
+        "command": ["python3", "-c", stubborn],
+        "time_limit_s": 200,
+    }
+    record, out = _run(tmp_path, agent, {"backend": "bwrap", "python_env": str(sandbox_env)})
+    assert record["status"] == "limit" and record["limit"].startswith("gateway budget spent")
+    assert record["wall_s"] < 60, record["wall_s"]
+    assert (out / "submission" / "partial.txt").read_text() == "429"
+    assert record["gateway"]["refused_budget"] == 2 and server.count == 1
+    assert "gateway budget spent: ending the agent" in (out / "agent-command.log").read_text()

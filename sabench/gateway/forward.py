@@ -22,6 +22,8 @@ import threading
 import time
 
 TERM_GRACE_S = 5.0
+#: Set once the forwarder ends the agent itself: the SIGTERM it sends its group is not passed on.
+ENDING = threading.Event()
 
 
 def _pipe(src, dst):
@@ -63,15 +65,16 @@ def _serve(listener, path):
 
 
 def _end(agent):
-    """SIGTERM to the agent's processes, SIGKILL after a grace."""
-    for sig, wait in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 0)):
-        try:
-            os.killpg(agent.pid, sig)
-        except OSError:
-            return
-        deadline = time.monotonic() + wait
-        while agent.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
+    """SIGTERM to the agent's processes (the forwarder's own group, which the backend ends after the
+    run), then SIGKILL of the agent after a grace."""
+    ENDING.set()
+    with contextlib.suppress(OSError):
+        os.killpg(0, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while agent.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(OSError):
+        agent.kill()
 
 
 def _watch_budget(path, token, grace_s, agent):
@@ -123,14 +126,15 @@ def main(argv):
     )
     shell = ["/bin/sh", "-c", 'exec "$@"', "agent"] if os.path.exists("/bin/sh") else []
     try:
-        agent = subprocess.Popen([*shell, *command], env=env, start_new_session=True)
+        agent = subprocess.Popen([*shell, *command], env=env)
     except OSError as exc:
         sys.stderr.write(f"{command[0]}: {exc.strerror}\n")
         return 127
 
     def pass_on(signum, _frame):
-        with contextlib.suppress(OSError):
-            os.killpg(agent.pid, signum)
+        if not ENDING.is_set():
+            with contextlib.suppress(OSError):
+                agent.send_signal(signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, pass_on)
