@@ -30,7 +30,7 @@ REPRODUCE = "echo reproduced > out.txt\n"
 #: The agent: asks for reproduce.sh (whole and streamed), probes the network, then asks until
 #: refused; reports what it saw into its submission and its environment into its log.
 AGENT_PY = r"""
-import json, os, socket, urllib.error, urllib.request
+import json, os, socket, sys, urllib.error, urllib.request
 
 base, token = os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"]
 
@@ -70,6 +70,7 @@ report = {
     "wrong_token": wrong,
     "upstream": reach("127.0.0.1", int(os.environ["UPSTREAM_PORT"])),
     "external": reach("192.0.2.1", 80),
+    "argv": sys.argv[1:],
 }
 calls = 2
 while calls < 50:
@@ -318,15 +319,42 @@ def test_command_agent_through_the_gateway_under_bwrap(
 def test_command_agent_through_the_gateway_under_docker(
     docker_engine, server: ScriptedServer, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The agent is its image's ENTRYPOINT (command: its arguments), as most agents' images are:
+    the forwarder starts first and runs the entrypoint with them."""
+    import io
+
     for name, value in docker_engine.env().items():
         monkeypatch.setenv(name, value)
+    recipe = f'FROM {docker_engine.image.ref}\nENTRYPOINT ["python3", "/agent/agent.py"]\n'
+    docker_engine.client.images.build(
+        fileobj=io.BytesIO(recipe.encode()), tag="sabench-test/gateway-agent:1", network_mode="none"
+    )
     agent = {
         **_gateway_agent(server, tmp_path, monkeypatch, calls=2),
-        "image": docker_engine.image.ref,
+        "image": "sabench-test/gateway-agent:1",
+        "command": ["--from-config"],
     }
     record, out = _run(tmp_path, agent, {"backend": "docker"})
     assert record["backend"] == "docker"
     _check_run(record, out, server, key, calls=2)
+    report = json.loads((out / "submission" / "agent_report.json").read_text())
+    assert report["argv"] == ["--from-config"]
+
+
+def test_the_docker_launcher_runs_the_image_entrypoint(tmp_path: Path) -> None:
+    from sabench.sandbox import SandboxSpec
+    from sabench.sandbox.docker import DockerSandbox
+
+    spec = SandboxSpec(
+        command=["--task", "x"], workdir=tmp_path, options={"launcher": ["python3", "fw", "--"]}
+    )
+    kwargs = DockerSandbox().create_kwargs(
+        spec, "sha256:abc", tmp_path, uid=1000, gid=1000, labels={}, fsize=1,
+        image_entrypoint=["agent-bin"],
+    )  # fmt: skip
+    assert kwargs["entrypoint"] == ["python3", "fw", "--"]
+    assert kwargs["command"] == ["agent-bin", "--task", "x"]
+    assert kwargs["network_mode"] == "none"
 
 
 def test_gateway_settings_are_checked_before_any_run(
