@@ -159,6 +159,12 @@ def _sum(frame: pd.DataFrame, column: str) -> float:
     )
 
 
+def _calls(runs: pd.DataFrame) -> str:
+    """Model calls through the gateway (an en dash for agents without one)."""
+    calls = pd.to_numeric(runs.get("model_calls", pd.Series(dtype=float)), errors="coerce")
+    return num(calls.sum(), 0) if calls.notna().any() else "–"
+
+
 def _costs(site: Site) -> dict[str, list[dict[str, str]]]:
     runs = site.tables.get("runs", pd.DataFrame())
     agents = []
@@ -170,6 +176,7 @@ def _costs(site: Site) -> dict[str, list[dict[str, str]]]:
                 {
                     "agent": str(agent),
                     "runs": str(len(sub)),
+                    "model_calls": _calls(sub),
                     "prompt_tokens": num(_sum(sub, "prompt_tokens"), 0),
                     "completion_tokens": num(_sum(sub, "completion_tokens"), 0),
                     "cost_usd": num(_sum(sub, "cost_usd"), 4),
