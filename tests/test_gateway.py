@@ -446,3 +446,70 @@ def test_an_agent_that_goes_on_after_its_budget_is_ended_and_keeps_what_it_wrote
     assert (out / "submission" / "partial.txt").read_text() == "429"
     assert record["gateway"]["refused_budget"] == 2 and server.count == 1
     assert "gateway budget spent: ending the agent" in (out / "agent-command.log").read_text()
+
+
+def test_the_responses_api_with_tools_whole_and_streamed(server: ScriptedServer, key: str) -> None:
+    """Codex CLI's API: instructions, input items (a function call and its output) and tools go
+    upstream as chat messages; the tool call comes back as a function_call item, and streamed as
+    the events of a stream."""
+    server.set_script(
+        [
+            {"match": "a.py", "replies": [{"content": "done"}]},  # the tool's output came back
+            {"match": "list files", "replies": [{"tool_calls": [{"name": "shell", "arguments": {"cmd": "ls"}}]}]},
+        ]
+    )  # fmt: skip
+    tools = [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]
+    first = {"model": "codex", "instructions": "be brief", "input": "list files", "tools": tools}
+    settings = GatewaySettings.from_agent(_agent(server))
+    with Gateway(settings) as gateway:
+        status, text = _post(gateway, "/v1/responses", first)
+        assert status == 200, text
+        answer = json.loads(text)
+        call = answer["output"][0]
+        assert answer["object"] == "response" and answer["model"] == "codex"
+        assert call["type"] == "function_call" and json.loads(call["arguments"]) == {"cmd": "ls"}
+        follow = {
+            **first,
+            "stream": True,
+            "input": [
+                {"role": "user", "content": [{"type": "input_text", "text": "list files"}]},
+                {k: call[k] for k in ("type", "call_id", "name", "arguments")},
+                {"type": "function_call_output", "call_id": call["call_id"], "output": "a.py"},
+            ],
+        }
+        status, text = _post(gateway, "/v1/responses", follow)
+    assert status == 200, text
+    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert [e["delta"] for e in events if e["type"] == "response.output_text.delta"] == ["done"]
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "done"
+    sent = server.bodies()[1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool"]
+    assert sent[2]["tool_calls"][0]["id"] == sent[3]["tool_call_id"] == call["call_id"]
+    assert server.bodies()[0]["tools"][0]["function"]["name"] == "shell"
+
+
+def test_the_grids_llm_budget_stops_a_gateway_run_unfinished(
+    server: ScriptedServer, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llm_budget_usd covers the gateway's calls: once it is spent the run is not recorded as
+    finished (a rerun with a higher cap redoes it), as for the basic agent."""
+    from sabench.llm.budget import BUDGET_ENV, LEDGER_ENV
+
+    monkeypatch.setenv(BUDGET_ENV, "0.000001")
+    monkeypatch.setenv(LEDGER_ENV, str(tmp_path / "spend.jsonl"))
+    ask = (
+        "import os, urllib.request as u\n"
+        "r = u.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions', data=b'"
+        '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+        "', headers={'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY']})\n"
+        "for _ in range(2):\n"
+        "    try: u.urlopen(r).read()\n"
+        "    except Exception as e: print(e)\n"
+    )
+    agent = {**_agent(server), "command": ["python3", "-c", ask]}
+    with pytest.raises(UserError, match="llm_budget_usd"):
+        _run(tmp_path, agent, {"backend": "local"})
+    assert server.count == 1
+    assert not (tmp_path / "run" / "agent.json").exists()

@@ -254,7 +254,10 @@ def gateway_ending(outcome: AgentOutcome, gateway: Any) -> None:
     from sabench.gateway.launch import FAULT_KINDS
     from sabench.gateway.server import CALLS_FILE
 
-    failed = [kind for kind in gateway.upstream_failures() if kind in FAULT_KINDS]
+    kinds = gateway.upstream_failures()
+    if "budget" in kinds:  # the grid's llm_budget_usd: the run is not finished (docs/llm.md)
+        raise UserError(None, "llm_budget_usd", gateway.budget_message())
+    failed = [kind for kind in kinds if kind in FAULT_KINDS]
     if failed:
         outcome.status, outcome.fault = "fault", LLM_ERROR_CAUSES[failed[0]]
         outcome.error = (

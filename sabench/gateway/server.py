@@ -32,7 +32,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from sabench.gateway import wire
+from sabench.gateway import responses, wire
 from sabench.gateway.settings import CONFIG_PARAMS, GatewaySettings, Route
 
 log = logging.getLogger("sabench.gateway")
@@ -60,6 +60,12 @@ CALL_COLUMNS = (
     "attempts",
     "error",
 )
+#: The APIs answered, by the end of their path (``/v1`` before it, or nothing).
+APIS = {
+    "/chat/completions": "chat.completions",
+    "/responses": "responses",
+    "/messages": "anthropic.messages",
+}
 #: Largest request body read (a long conversation with files in it stays well under).
 MAX_BODY_BYTES = 32 << 20
 
@@ -268,6 +274,12 @@ class Gateway:
                 "model": self.settings.route.model,
             }
 
+    def budget_message(self) -> str:
+        """What the grid's spent budget (``llm_budget_usd``) said, first time it refused."""
+        with self._lock:
+            errors = [r["error"] for r in self.rows if (r["error"] or "").startswith("budget:")]
+        return errors[0].split(":", 1)[1].strip() if errors else "the grid's LLM budget is spent"
+
     def upstream_failures(self) -> list[str]:
         """The kinds of the upstream failures recorded (an LLMError's kind each)."""
         with self._lock:
@@ -350,28 +362,28 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
-        anthropic = path.endswith("/messages")
-        api = "anthropic.messages" if anthropic else "chat.completions"
+        api = next((name for suffix, name in APIS.items() if path.endswith(suffix)), None)
+        anthropic = api == "anthropic.messages"
         gateway = self.gateway
         body = self._body()
         asked = str((body or {}).get("model") or "")
         stream = bool((body or {}).get("stream"))
-        row = {"api": api, "requested_model": asked, "stream": stream}
+        row = {"api": api or path, "requested_model": asked, "stream": stream}
         if not self._authorized():
             message = "sabench gateway: wrong token (use the run's token, SABENCH_GATEWAY_TOKEN)"
             gateway.record(**row, status=401, outcome="unauthorized", error="wrong token")
             self._send(401, wire.error_body(message, "authentication_error", anthropic))
             return
-        if not (path.endswith("/chat/completions") or anthropic):
-            gateway.record(**row, api=path, status=404, outcome="unsupported")
-            message = (
-                f"sabench gateway: no POST {path}; it answers /v1/chat/completions and /v1/messages"
-            )
-            self._send(404, wire.error_body(message, "not_found", anthropic))
+        if api is None:
+            gateway.record(**row, status=404, outcome="unsupported")
+            message = f"sabench gateway: no POST {path}; it answers {', '.join(APIS)} under /v1"
+            self._send(404, wire.error_body(message, "not_found"))
             return
-        if body is None or not isinstance(body.get("messages"), list):
-            gateway.record(**row, status=400, outcome="bad_request", error="no messages list")
-            message = "sabench gateway: the body must be JSON with a messages list"
+        field = "input" if api == "responses" else "messages"
+        given = (body or {}).get(field)
+        if not (isinstance(given, list) or (field == "input" and isinstance(given, str))):
+            gateway.record(**row, status=400, outcome="bad_request", error=f"no {field}")
+            message = f"sabench gateway: the body must be JSON with {field}"
             self._send(400, wire.error_body(message, "invalid_request_error", anthropic))
             return
         route = gateway.settings.routed(asked)
@@ -387,10 +399,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if anthropic:
             messages, params = wire.anthropic_request(body)
+        elif api == "responses":
+            messages, params = responses.responses_request(body)
         else:
             messages = body["messages"]
             params = {k: v for k, v in body.items() if k not in wire.NOT_FORWARDED}
-        self._forward(route, messages, params, row, anthropic, asked or route.model)
+        self._forward(route, messages, params, row, asked or route.model)
 
     def _forward(
         self,
@@ -398,12 +412,12 @@ class _Handler(BaseHTTPRequestHandler):
         messages: list[dict[str, Any]],
         params: dict[str, Any],
         row: dict[str, Any],
-        anthropic: bool,
         shown_model: str,
     ) -> None:
         from sabench.llm.client import LLMError
 
         gateway = self.gateway
+        anthropic = row["api"] == "anthropic.messages"
         t0 = time.monotonic()
         try:
             response, done = gateway.complete(route, messages, params)
@@ -440,7 +454,13 @@ class _Handler(BaseHTTPRequestHandler):
             attempts=done.attempts,
         )
         data = wire.completion_dict(response, shown_model)
-        if anthropic:
+        if row["api"] == "responses":
+            answer = responses.response_object(data)
+            if row["stream"]:
+                self._stream(responses.response_events(answer))
+            else:
+                self._send(200, wire.dumps(answer))
+        elif anthropic:
             message = wire.anthropic_message(data)
             if row["stream"]:
                 self._stream(wire.anthropic_events(message))
