@@ -315,18 +315,22 @@ def test_command_agent_through_the_gateway_under_bwrap(
     _check_run(record, out, server, key, calls=3)
 
 
-@pytest.mark.docker
-def test_command_agent_through_the_gateway_under_docker(
-    docker_engine, server: ScriptedServer, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _entrypoint_agent(
+    engine: Any,
+    backend: str,
+    server: ScriptedServer,
+    key: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The agent is its image's ENTRYPOINT (command: its arguments), as most agents' images are:
     the forwarder starts first and runs the entrypoint with them."""
     import io
 
-    for name, value in docker_engine.env().items():
+    for name, value in engine.env().items():
         monkeypatch.setenv(name, value)
-    recipe = f'FROM {docker_engine.image.ref}\nENTRYPOINT ["python3", "/agent/agent.py"]\n'
-    docker_engine.client.images.build(
+    recipe = f'FROM {engine.image.ref}\nENTRYPOINT ["python3", "/agent/agent.py"]\n'
+    engine.client.images.build(
         fileobj=io.BytesIO(recipe.encode()), tag="sabench-test/gateway-agent:1", network_mode="none"
     )
     agent = {
@@ -334,11 +338,25 @@ def test_command_agent_through_the_gateway_under_docker(
         "image": "sabench-test/gateway-agent:1",
         "command": ["--from-config"],
     }
-    record, out = _run(tmp_path, agent, {"backend": "docker"})
-    assert record["backend"] == "docker"
+    record, out = _run(tmp_path, agent, {"backend": backend})
+    assert record["backend"] == backend
     _check_run(record, out, server, key, calls=2)
     report = json.loads((out / "submission" / "agent_report.json").read_text())
     assert report["argv"] == ["--from-config"]
+
+
+@pytest.mark.docker
+def test_command_agent_through_the_gateway_under_docker(
+    docker_engine, server: ScriptedServer, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _entrypoint_agent(docker_engine, "docker", server, key, tmp_path, monkeypatch)
+
+
+@pytest.mark.podman
+def test_command_agent_through_the_gateway_under_podman(
+    podman_engine, server: ScriptedServer, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _entrypoint_agent(podman_engine, "podman", server, key, tmp_path, monkeypatch)
 
 
 def test_the_docker_launcher_runs_the_image_entrypoint(tmp_path: Path) -> None:
