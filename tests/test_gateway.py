@@ -69,6 +69,7 @@ report = {
     "done": events[-1],
     "wrong_token": wrong,
     "upstream": reach("127.0.0.1", int(os.environ["UPSTREAM_PORT"])),
+    "host_address": reach(os.environ["HOST_IP"], int(os.environ["HOST_PORT"])),
     "external": reach("192.0.2.1", 80),
     "argv": sys.argv[1:],
 }
@@ -97,6 +98,26 @@ def server() -> Iterator[ScriptedServer]:
             ]
         )
         yield s
+
+
+@pytest.fixture
+def host_listener(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]:
+    """A TCP server on every address of the host, and the host's outward address (where its
+    route to the world leaves): reachable from the host itself, so a sandbox that reaches it
+    has the host's network. In HOST_IP and HOST_PORT for the agent."""
+    with socket.socket() as listener, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        listener.bind(("0.0.0.0", 0))
+        listener.listen(8)
+        try:
+            udp.connect(("192.0.2.1", 9))  # no packet is sent: the kernel picks the source
+            address = udp.getsockname()[0]
+        except OSError:
+            pytest.skip("this host has no route beyond its loopback")
+        port = listener.getsockname()[1]
+        socket.create_connection((address, port), timeout=3).close()  # the host reaches it
+        monkeypatch.setenv("HOST_IP", address)
+        monkeypatch.setenv("HOST_PORT", str(port))
+        yield address, port
 
 
 @pytest.fixture
@@ -257,7 +278,7 @@ def _gateway_agent(
         **_agent(server, calls=calls, grace_s=20),
         "command": ["python3", "/agent/agent.py"],
         "mounts": [{"source": str(code), "target": "/agent"}],
-        "env": ["UPSTREAM_PORT"],
+        "env": ["UPSTREAM_PORT", "HOST_IP", "HOST_PORT"],
         "time_limit_s": 120,
     }
 
@@ -272,7 +293,8 @@ def _check_run(record: dict, out: Path, server: ScriptedServer, key: str, calls:
     report = json.loads((submission / "agent_report.json").read_text())
     assert report["streamed"] == "streamed words" and report["done"] == "[DONE]"
     assert report["wrong_token"] == 401
-    assert report["upstream"] != "reached" and report["external"] != "reached", report
+    assert report["upstream"] == "ConnectionRefusedError", report  # its own loopback: nothing
+    assert report["host_address"] != "reached" and report["external"] != "reached", report
     assert report["refused"] == 429 and "budget is spent" in report["message"]
     assert report["calls"] == calls
     assert server.count == calls
@@ -298,6 +320,7 @@ def _check_run(record: dict, out: Path, server: ScriptedServer, key: str, calls:
 
 @pytest.mark.bwrap
 def test_command_agent_through_the_gateway_under_bwrap(
+    host_listener: tuple[str, int],
     server: ScriptedServer,
     key: str,
     tmp_path: Path,
@@ -347,14 +370,24 @@ def _entrypoint_agent(
 
 @pytest.mark.docker
 def test_command_agent_through_the_gateway_under_docker(
-    docker_engine, server: ScriptedServer, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    host_listener: tuple[str, int],
+    docker_engine,
+    server: ScriptedServer,
+    key: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _entrypoint_agent(docker_engine, "docker", server, key, tmp_path, monkeypatch)
 
 
 @pytest.mark.podman
 def test_command_agent_through_the_gateway_under_podman(
-    podman_engine, server: ScriptedServer, key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    host_listener: tuple[str, int],
+    podman_engine,
+    server: ScriptedServer,
+    key: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _entrypoint_agent(podman_engine, "podman", server, key, tmp_path, monkeypatch)
 
