@@ -18,6 +18,8 @@ import pytest
 from openai_server import ScriptedServer
 
 from sabench.agents import run_agent
+from sabench.aggregate import agent_costs
+from sabench.aggregate.read import run_row
 from sabench.errors import UserError
 from sabench.gateway.server import Gateway
 from sabench.gateway.settings import GatewaySettings
@@ -251,7 +253,7 @@ def _run(tmp_path: Path, agent: dict, runtime: dict) -> tuple[dict, Path]:
     view = tmp_path / "agent_view"
     view.mkdir(exist_ok=True)
     shutil.copy(REPO / "resources" / "papers" / "ridge-gd" / "paper.md", view / "paper.md")
-    out = tmp_path / "run"
+    out = tmp_path / "results" / "runs" / "mine" / "ridge-gd" / "0"  # the workflow's layout
     record = run_agent(
         "mine",
         {"kind": "command", **agent},
@@ -316,6 +318,13 @@ def _check_run(record: dict, out: Path, server: ScriptedServer, key: str, calls:
         assert key not in text
     printed = next(line for line in log.splitlines() if line.startswith("{"))
     assert KEY_ENV not in json.loads(printed)
+    # the tables say so: the run's row and the agent's cost for the paper
+    row = run_row(out.parents[3], ("mine", "ridge-gd", "0"))
+    assert row["agent_status"] == "limit" and row["model_calls"] == calls
+    assert row["agent_limit"] == record["limit"]
+    costs = agent_costs(pd.DataFrame([row])).iloc[0]
+    assert costs["n_runs_limit"] == 1 and costs["model_calls"] == calls
+    assert costs["cost_usd"] == pytest.approx(record["cost_usd"]) and costs["cost_usd"] > 0
 
 
 @pytest.mark.bwrap
@@ -563,4 +572,4 @@ def test_the_grids_llm_budget_stops_a_gateway_run_unfinished(
     with pytest.raises(UserError, match="llm_budget_usd"):
         _run(tmp_path, agent, {"backend": "local"})
     assert server.count == 1
-    assert not (tmp_path / "run" / "agent.json").exists()
+    assert not list(tmp_path.rglob("agent.json"))
