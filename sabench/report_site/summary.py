@@ -57,12 +57,18 @@ def score_pivot(site: Site) -> dict[str, Any]:
             "value": "" if not has else f"{float(score):.6f}",
             "color": score_color(math.nan if score is None else float(score)),
         }
+    runs = site.tables.get("runs", pd.DataFrame())
     rows = []
     for agent in sorted(scores["agent"].astype(str).unique()):
+        mine = runs[runs["agent"].astype(str) == agent] if not runs.empty else runs
+        cost = pd.to_numeric(mine.get("cost_usd", pd.Series(dtype=float)), errors="coerce")
         rows.append(
             {
                 "agent": agent,
                 "cells": [cells.get((agent, j, d)) for j in judges for d in dims],
+                # what a run of the agent cost, beside what it scored
+                "cost": num(cost.mean(), 4) if cost.notna().any() else "–",
+                "cost_value": f"{cost.mean():.6f}" if cost.notna().any() else "",
             }
         )
     listed = [(agents, judge, text) for judge, text, agents in by_split(mixed)]
