@@ -44,5 +44,5 @@ def launch(gateway: Gateway, backend: Sandbox, argv: list[str], start: list[str]
         "SABENCH_GATEWAY_MODEL": gateway.settings.route.model,
     }
     if backend.keeps_entrypoint:
-        return Launch(list(argv), mounts, env, {"launcher": forwarder})
+        return Launch(list(argv), mounts, env, {"launcher": [*start, *forwarder]})
     return Launch([*start, *forwarder, *argv], mounts, env)
