@@ -440,6 +440,7 @@ def test_gateway_settings_are_checked_before_any_run(
         "a:\n  kind: command\n  command: [x]\n  gateway: {calls: 3}\n"
     )
     assert "name one" in error("a:\n  kind: command\n  command: [x]\n  network: gateway\n")
+    assert "is for command agents" in error("a:\n  kind: basic\n  model: m\n  network: gateway\n")
     line = error(head + "  api_key_env: MY_KEY\n  env: [MY_KEY]\n")
     assert "per-run token" in line and "a.env" in line
 

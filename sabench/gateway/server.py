@@ -99,7 +99,7 @@ class Gateway:
         self._lock = threading.Condition()
         self._closing = False
         self._clients: dict[str, Any] = {}
-        self._loop = asyncio.new_event_loop()
+        self.folder = Path()
         try:
             self.folder = Path(tempfile.mkdtemp(prefix="sabench-gateway-"))
             self.folder.chmod(0o755)
@@ -109,8 +109,11 @@ class Gateway:
             self._server = _UnixServer(str(self.socket_path), _Handler)
             self.socket_path.chmod(0o777)  # the sandbox's user is not ours
         except OSError as exc:
+            if self.folder.name:
+                shutil.rmtree(self.folder, ignore_errors=True)
             raise GatewayError(f"the model gateway could not start: {exc}") from None
         self._server.gateway = self
+        self._loop = asyncio.new_event_loop()
         self._threads = [
             threading.Thread(
                 target=self._loop.run_forever, name="sabench-gateway-loop", daemon=True
@@ -129,16 +132,21 @@ class Gateway:
         self.close()
 
     def close(self) -> None:
+        """Stop serving (a request held open for the budget gets a 204); once."""
         with self._lock:
+            if self._closing:
+                return
             self._closing = True
             self._lock.notify_all()
-        self._server.shutdown()
+        if self._threads[1].is_alive():
+            self._server.shutdown()
         self._server.server_close()
         if self._threads[0].is_alive():  # litellm's own tasks end with the loop, not after it
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(_cancel_tasks(), self._loop).result(5)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._threads[0].join(10)
+        if not self._loop.is_running():
             self._loop.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 

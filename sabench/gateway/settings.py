@@ -84,6 +84,14 @@ def check_gateway(name: str, agent: dict[str, Any], path: str | Path) -> None:
     """What the schema cannot say: a gateway needs a model, a budget of zero lets no call through,
     a ``gateway:`` block needs ``network: gateway``, and the route's key is never handed in."""
     block = agent.get("gateway")
+    if agent.get("network") == "gateway" and agent.get("kind") != "command":
+        raise UserError(
+            path,
+            f"{name}.network",
+            "network: gateway is for command agents (basic and pipeline agents call their model "
+            "from the host)",
+            where=(name, "network"),
+        )
     if not uses_gateway(agent):
         if block is not None:
             raise UserError(
