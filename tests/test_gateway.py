@@ -186,6 +186,8 @@ def test_gateway_forwards_with_the_key_meters_and_refuses(
         assert events[-1]["type"] == "message_stop"
         deltas = [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"]
         assert deltas == [REPRODUCE]
+        status, text = _post(gateway, "/v1/messages/count_tokens", anthropic)
+        assert status == 200 and json.loads(text)["input_tokens"] > 0  # no call, no budget
         status, text = _post(gateway, "/v1/chat/completions", chat)
         assert status == 429 and "budget is spent (2 of 2 calls)" in text
     assert server.count == 2

@@ -296,6 +296,17 @@ class Gateway:
             ]
 
 
+def count_tokens(body: dict[str, Any]) -> int:
+    """An Anthropic request's input tokens, as litellm's tokenizer counts them (offline)."""
+    from sabench.llm.litellm_setup import get_litellm
+
+    messages, params = wire.anthropic_request(body)
+    try:
+        return int(get_litellm().token_counter(messages=messages, tools=params.get("tools")))
+    except Exception:  # a shape the counter does not know: about four characters a token
+        return len(wire.dumps(messages)) // 4
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _UnixServer
@@ -381,6 +392,10 @@ class _Handler(BaseHTTPRequestHandler):
             message = "sabench gateway: wrong token (use the run's token, SABENCH_GATEWAY_TOKEN)"
             gateway.record(**row, status=401, outcome="unauthorized", error="wrong token")
             self._send(401, wire.error_body(message, "authentication_error", anthropic))
+            return
+        if path.endswith("/messages/count_tokens") and body is not None:
+            # Claude Code asks before it sends: counted here, no call upstream, no budget
+            self._send(200, wire.dumps({"input_tokens": count_tokens(body)}))
             return
         if api is None:
             gateway.record(**row, status=404, outcome="unsupported")
