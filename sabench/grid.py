@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from sabench.errors import UserError, parse_error
+from sabench.gateway.settings import check_gateway
 from sabench.judges.registry import available_judges, judge_available, judge_kind, source_hash
 from sabench.twins import SAU_FILES, original_of, with_twins
 
@@ -369,6 +370,7 @@ def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
             raise UserError(
                 path, f"{name}.model", f"a {agent['kind']} agent needs a model", where=(name,)
             )
+        check_gateway(name, agent, path)
         if agent.get("mounts") and agent["kind"] != "command":
             raise UserError(
                 path, f"{name}.mounts", "only a command agent takes mounts", where=(name, "mounts")

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from sabench.gateway.settings import GatewaySettings, uses_gateway
 from sabench.judges.registry import judge_kind
 from sabench.wording import noun, plural
 
@@ -257,14 +258,16 @@ def missing_api_keys(settings: Any) -> list[str]:
     problems: list[str] = []
     for name, agent in settings.agents.items():
         model = agent.get("model") if agent.get("kind") in ("basic", "pipeline") else None
-        if model or agent.get("api_key_env"):
-            problems += _key(
-                f"agent {name}",
-                model,
-                agent,
-                "api_key_env",
-                f"config/agents.yaml: {name}.api_key_env",
-            )
+        routed = GatewaySettings.from_agent(agent).routed_models() if uses_gateway(agent) else []
+        for each in routed or [model]:
+            if each or agent.get("api_key_env"):
+                problems += _key(
+                    f"agent {name}" + (f" (gateway route {each})" if routed else ""),
+                    each,
+                    agent,
+                    "api_key_env",
+                    f"config/agents.yaml: {name}.api_key_env",
+                )
         for variable in agent.get("env", []) if agent.get("kind") == "command" else []:
             if variable not in os.environ:
                 problems.append(

@@ -651,3 +651,22 @@ def test_the_marker_stays_older_than_complete_tables(tmp_path: Path) -> None:
     tables = [root / "tables" / f"{name}.parquet" for name in agg.TABLES] + [summary]
     assert marker.is_file()
     assert marker.stat().st_mtime < min(p.stat().st_mtime for p in tables)
+
+
+def test_agent_costs_sum_a_papers_seeds_and_count_the_gateway_calls() -> None:
+    runs = pd.DataFrame(
+        [
+            {"agent": "gw", "paper": "p", "agent_status": "limit", "model_calls": 3,
+             "prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.5},
+            {"agent": "gw", "paper": "p", "agent_status": "submitted", "model_calls": 1,
+             "prompt_tokens": 4, "completion_tokens": 1, "cost_usd": 0.1},
+            {"agent": "basic", "paper": "p", "agent_status": "submitted", "model_calls": None,
+             "prompt_tokens": 7, "completion_tokens": 2, "cost_usd": None},
+        ]
+    )  # fmt: skip
+    costs = agg.agent_costs(runs).set_index("agent")
+    assert costs.loc["gw", "n_runs"] == 2 and costs.loc["gw", "n_runs_limit"] == 1
+    assert costs.loc["gw", "model_calls"] == 4 and costs.loc["gw", "prompt_tokens"] == 14
+    assert costs.loc["gw", "cost_usd"] == pytest.approx(0.6)
+    assert costs.loc["gw", "cost_usd_per_run"] == pytest.approx(0.3)
+    assert pd.isna(costs.loc["basic", "model_calls"]) and costs.loc["basic", "cost_usd"] == 0

@@ -233,8 +233,10 @@ def test_summary_coverage_incomplete_cost_provenance(full_tables: dict, tmp_path
     assert '<h2 id="coverage">Coverage</h2>' in page and "n_runs_incomplete" in page
     assert '<h2 id="incomplete">Not complete</h2>' in page
     assert "<td>rate limited (HTTP 429)</td>" in page and "<td>judge-static</td>" in page
-    # cost: 3 runs of A at 10 + 5 tokens and $0.01 each (write_run's agent.json)
-    assert "<td>A</td><td>3</td><td>30</td><td>15</td><td>0.0300</td>" in page
+    # cost: 3 runs of A at 10 + 5 tokens and $0.01 each (write_run's agent.json), no gateway
+    assert "<td>A</td><td>3</td><td>–</td><td>30</td><td>15</td><td>0.0300</td>" in page
+    # and beside its scores: what a run of A cost
+    assert '<td class="cost" data-v="0.010000">0.0100</td></tr>' in page
     assert "static-v1" in page and "reference-v1" in page  # the judges' fingerprints
     assert "sabench version" in page and "git commit" in page
     assert "Not complete" not in summary(full_tables, tmp_path / "none")

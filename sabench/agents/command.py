@@ -7,7 +7,10 @@ Contract, the same on every backend:
 - it gets only the environment variables its config names (``env``: names read from the host, e.g.
   the API key variable), plus ``SABENCH_PAPER=/paper``, ``SABENCH_SUBMISSION=/submission``,
   ``SABENCH_SEED`` and ``SABENCH_TIME_LIMIT_S``;
-- no network unless its config says ``network: full`` (recorded in agent.json with a warning);
+- no network unless its config says ``network: full`` (recorded in agent.json with a warning), or
+  ``network: gateway``: one endpoint, the model gateway (:mod:`sabench.gateway`), which forwards
+  to the agent's ``model`` with the key kept on the host, meters every call against the run's
+  budget and records it in gateway_calls.parquet;
 - its own code comes from its image (a container backend), or from host folders its config
   mounts read-only (``mounts``), or is installed by its command (docs/agents.md);
 - stdout and stderr go to agent-command.log beside agent.json.
@@ -19,6 +22,7 @@ that ran and left nothing is the agent's doing, and scored.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -28,7 +32,7 @@ from typing import Any
 from sabench.agents.basic import AgentOutcome
 from sabench.errors import UserError
 from sabench.io import atomic_path
-from sabench.sandbox import Mount, Sandbox, SandboxSpec, get_backend
+from sabench.sandbox import Mount, RunResult, Sandbox, SandboxSpec, get_backend
 from sabench.sandbox.settings import resolve_runtime
 
 log = logging.getLogger("sabench")
@@ -137,7 +141,7 @@ def run_command(
     time_limit = float(agent.get("time_limit_s", 3600))
     network = agent.get("network", "none")
     outcome = AgentOutcome(model=agent.get("model"))
-    if network != "none":
+    if network == "full":
         log.warning("agent network is %r: the agent can reach the internet", network)
         outcome.extra["network_warning"] = f"network {network!r} was allowed by the agent's config"
     runtime = resolve_runtime(runtime)
@@ -147,30 +151,24 @@ def run_command(
     if unrunnable:
         outcome.status, outcome.fault, outcome.error = "fault", "agent_setup", unrunnable
         return outcome
-    env_path = runtime["python_env"]
-    with atomic_path(submission, directory=True) as tmp:
-        spec = SandboxSpec(
-            command=argv if backend.keeps_entrypoint else [*START, *argv],
-            workdir=tmp,
-            ro_mounts=[Mount(view, "/paper"), *agent_mounts(agent, repo or Path.cwd())],
-            env=agent_env(agent, seed, time_limit),
-            time_limit_s=time_limit,
-            mem_mb=int(agent.get("mem_mb", runtime["mem_mb"])),
-            pids=int(runtime["pids"]),
-            output_limit_mb=int(runtime["output_limit_mb"]),
-            network=network,
-            gpus=gpu_ids or agent.get("gpus", 0),
-            image=agent.get("image"),
-            python_env=Path(env_path) if env_path and backend.needs_python_env else None,
+    with contextlib.ExitStack() as stack:
+        gateway = None
+        if network == "gateway":
+            from sabench.gateway.server import Gateway, GatewayError
+            from sabench.gateway.settings import GatewaySettings
+
+            try:
+                gateway = stack.enter_context(Gateway(GatewaySettings.from_agent(agent)))
+            except GatewayError as exc:
+                outcome.status, outcome.fault, outcome.error = "fault", "sandbox_error", str(exc)
+                return outcome
+        result = _run_in_sandbox(
+            agent, backend, argv, seed, view, submission, log_path, runtime, gpu_ids, repo, gateway
         )
-        result = backend.run(spec, log_path)
-        if result.status == "ok" and not any(tmp.iterdir()):
-            log.warning(
-                "agent command exited 0 but left /submission empty for %s seed %s (see %s)",
-                paper,
-                seed,
-                log_path,
-            )
+        if gateway is not None:
+            gateway.close()  # the sandbox is gone: no request is in flight
+            gateway.write_record(log_path.parent)
+            metered(outcome, gateway)
     outcome.status = STATUS_OF.get(result.status, "error")
     outcome.steps = 1
     outcome.extra["exit_code"] = result.exit_code
@@ -183,7 +181,91 @@ def run_command(
     not_started = setup_fault(backend, agent.get("image"), result.exit_code, log_path)
     if result.status == "failed" and not_started:  # it did nothing: no run to score
         outcome.status, outcome.fault, outcome.error = "fault", "agent_setup", not_started
+    elif gateway is not None and outcome.status != "fault":
+        gateway_ending(outcome, gateway)
     return outcome
+
+
+def _run_in_sandbox(
+    agent: dict[str, Any],
+    backend: Sandbox,
+    argv: list[str],
+    seed: str,
+    view: Path,
+    submission: Path,
+    log_path: Path,
+    runtime: dict[str, Any],
+    gpu_ids: list[str] | None,
+    repo: Path | None,
+    gateway: Any,
+) -> RunResult:
+    """The agent's command in its sandbox, behind the model gateway when it has one."""
+    time_limit = float(agent.get("time_limit_s", 3600))
+    network = agent.get("network", "none")
+    command = argv if backend.keeps_entrypoint else [*START, *argv]
+    mounts, env, options = [], agent_env(agent, seed, time_limit), {}
+    if gateway is not None:
+        from sabench.gateway.launch import launch
+
+        started = launch(gateway, backend, argv, START)
+        command, mounts, options = started.command, started.mounts, started.options
+        env.update(started.env)
+        network = "none"  # the gateway's socket is the one way out
+    env_path = runtime["python_env"]
+    with atomic_path(submission, directory=True) as tmp:
+        spec = SandboxSpec(
+            command=command,
+            workdir=tmp,
+            ro_mounts=[Mount(view, "/paper"), *agent_mounts(agent, repo or Path.cwd()), *mounts],
+            env=env,
+            time_limit_s=time_limit,
+            mem_mb=int(agent.get("mem_mb", runtime["mem_mb"])),
+            pids=int(runtime["pids"]),
+            output_limit_mb=int(runtime["output_limit_mb"]),
+            network=network,
+            gpus=gpu_ids or agent.get("gpus", 0),
+            image=agent.get("image"),
+            python_env=Path(env_path) if env_path and backend.needs_python_env else None,
+            options=options,
+        )
+        result = backend.run(spec, log_path)
+        if result.status == "ok" and not any(tmp.iterdir()):
+            log.warning(
+                "agent command exited 0 but left /submission empty (seed %s; see %s)",
+                seed,
+                log_path,
+            )
+    return result
+
+
+def metered(outcome: AgentOutcome, gateway: Any) -> None:
+    """The gateway's totals into the agent's record (agent.json: tokens, cost, ``gateway``)."""
+    totals = gateway.summary()
+    outcome.prompt_tokens = totals["prompt_tokens"]
+    outcome.completion_tokens = totals["completion_tokens"]
+    outcome.cost_usd = totals["cost_usd"]
+    outcome.extra["gateway"] = totals
+
+
+def gateway_ending(outcome: AgentOutcome, gateway: Any) -> None:
+    """A run whose budget ran out ends as ``limit`` (what it wrote is kept and scored); one whose
+    model calls failed at the provider is a fault (redone, never scored)."""
+    from sabench.faults import LLM_ERROR_CAUSES
+    from sabench.gateway.launch import FAULT_KINDS
+    from sabench.gateway.server import CALLS_FILE
+
+    kinds = gateway.upstream_failures()
+    if "budget" in kinds:  # the grid's llm_budget_usd: the run is not finished (docs/llm.md)
+        raise UserError(None, "llm_budget_usd", gateway.budget_message())
+    failed = [kind for kind in kinds if kind in FAULT_KINDS]
+    if failed:
+        outcome.status, outcome.fault = "fault", LLM_ERROR_CAUSES[failed[0]]
+        outcome.error = (
+            f"{len(failed)} model call(s) failed at the provider through the gateway "
+            f"({failed[0]}; see {CALLS_FILE})"
+        )
+    elif gateway.limit:
+        outcome.status, outcome.limit, outcome.error = "limit", gateway.limit, None
 
 
 def blacklist_hits(view: Path, *texts: Path) -> list[str]:

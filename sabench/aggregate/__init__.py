@@ -78,6 +78,8 @@ RUN_COLUMNS = [
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",
+    "model_calls",
+    "agent_limit",
     "agent_error",
     "execution_status",
     "exit_code",
@@ -104,6 +106,20 @@ COVERAGE_COLUMNS = [
     "n_runs_unscored",
     "mixed_settings",
 ]
+#: What an agent's runs of a paper cost (seeds summed; ``cost_usd_per_run``: their mean):
+#: beside every score, what it took. ``model_calls``: requests through the model gateway
+#: (sabench.gateway), null for agents without one; ``n_runs_limit``: runs that ended at a limit.
+AGENT_COST_COLUMNS = [
+    "agent",
+    "paper",
+    "n_runs",
+    "n_runs_limit",
+    "model_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cost_usd_per_run",
+]
 #: One row per run of the configured grid that has no current judgments of a judge (``judge``
 #: null: of any judge): the stage that did not complete, why (a fault cause of sabench.faults,
 #: ``failed``, ``not_run`` or ``stale``) and the one line a user needs.
@@ -117,6 +133,7 @@ TABLES: dict[str, list[str]] = {
     "papers": PAPER_COLUMNS,
     "saus": [*SAU_COLUMNS, "sau_set_hash"],
     "runs": RUN_COLUMNS,
+    "agent_costs": AGENT_COST_COLUMNS,
     "judgments": list(JUDGMENT_COLUMNS),
     "scores_by_run": scoring.RUN_SCORE_COLUMNS,
     "scores_by_agent": scoring.AGENT_SCORE_COLUMNS,
@@ -209,6 +226,28 @@ def coverage(
             )
     out = pd.DataFrame(rows, columns=COVERAGE_COLUMNS)
     return out.sort_values(["agent", "judge"]).reset_index(drop=True)
+
+
+def agent_costs(runs: pd.DataFrame) -> pd.DataFrame:
+    """What each agent's runs of each paper cost, from the ``runs`` table."""
+    rows = []
+    for (agent, paper), sub in runs.groupby(["agent", "paper"], sort=True):
+        cost = pd.to_numeric(sub["cost_usd"], errors="coerce").fillna(0.0)
+        calls = pd.to_numeric(sub["model_calls"], errors="coerce")
+        rows.append(
+            {
+                "agent": agent,
+                "paper": paper,
+                "n_runs": len(sub),
+                "n_runs_limit": int((sub["agent_status"] == "limit").sum()),
+                "model_calls": float(calls.sum()) if calls.notna().any() else None,
+                "prompt_tokens": int(pd.to_numeric(sub["prompt_tokens"]).fillna(0).sum()),
+                "completion_tokens": int(pd.to_numeric(sub["completion_tokens"]).fillna(0).sum()),
+                "cost_usd": float(cost.sum()),
+                "cost_usd_per_run": float(cost.mean()),
+            }
+        )
+    return pd.DataFrame(rows, columns=AGENT_COST_COLUMNS)
 
 
 def tree_scores(saus: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
@@ -348,6 +387,7 @@ def aggregate(
         "papers": pd.DataFrame(paper_rows, columns=PAPER_COLUMNS),
         "saus": saus_t,
         "runs": runs_t,
+        "agent_costs": agent_costs(runs_t),
         **derived,
         "coverage": coverage(
             runs_t,

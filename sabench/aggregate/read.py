@@ -105,6 +105,8 @@ def run_row(root: Path, run: Run) -> dict[str, Any]:
         "prompt_tokens": a.get("prompt_tokens"),
         "completion_tokens": a.get("completion_tokens"),
         "cost_usd": a.get("cost_usd"),
+        "model_calls": (a.get("gateway") or {}).get("calls"),
+        "agent_limit": a.get("limit"),
         "agent_error": a.get("error"),
         "execution_status": e.get("status"),
         "exit_code": e.get("exit_code"),

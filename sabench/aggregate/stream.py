@@ -34,6 +34,7 @@ CHUNK_ROWS = 50_000
 TREE_COLUMNS = ["agent", "paper", "seed", "judge", "score", "n_leaves", "n_leaves_judged"]
 #: Columns of the tables typed as integers, floats and booleans whatever their values (``typed``).
 _INT_COLUMNS = {
+    "n_runs_limit",
     "n_sections",
     "n_chars",
     "n_saus",
@@ -64,6 +65,8 @@ _INT_COLUMNS = {
     "n_reporting",
 }
 _FLOAT_COLUMNS = {
+    "model_calls",
+    "cost_usd_per_run",
     "score",
     "confidence",
     "ci_low",

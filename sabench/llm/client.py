@@ -398,6 +398,34 @@ class LLMClient:
             )
         return out
 
+    async def forward(
+        self, messages: list[dict[str, Any]], params: dict[str, Any]
+    ) -> tuple[Any, Completion]:
+        """One request as another program asked it (the model gateway, :mod:`sabench.gateway`):
+        its own parameters, never from the cache (an agent's calls are its run), with this
+        client's key, retries and the grid's budget. (litellm's response, its tokens and cost).
+        Raises :class:`LLMError` as :meth:`chat` does."""
+        self.usage.calls += 1
+        try:
+            response, attempts, latency = await self._request(
+                {"messages": messages, "params": params, "schema": None}
+            )
+        except LLMError:
+            self.usage.failures += 1
+            raise
+        usage = getattr(response, "usage", None)
+        p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
+        c_tok = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost, known = call_cost(self.settings.model, p_tok, c_tok, self.settings.prices)
+        self.usage.prompt_tokens += p_tok
+        self.usage.completion_tokens += c_tok
+        self.usage.cost_usd += cost
+        self.usage.unpriced += 0 if known else 1
+        if self.ledger is not None:
+            self.ledger.add(cost, self.settings.model, p_tok, c_tok)
+        done = Completion(None, [], p_tok, c_tok, cost, known, False, latency, attempts)
+        return response, done
+
     async def structured(self, messages: list[dict[str, Any]], output: type[T]) -> Structured:
         """A reply validated as ``output``; an invalid one gets one repair request (the model sees
         its reply and what was wrong), then ``error`` says why there is no value."""

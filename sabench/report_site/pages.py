@@ -150,6 +150,12 @@ def run_context(site: Site, run: Run) -> dict[str, Any]:
         ("cost ($)", num(rec.get("cost_usd"), 4)),
         ("wall time (s)", num(rec.get("agent_wall_s"), 1)),
     ]
+    calls = rec.get("model_calls")
+    if isinstance(calls, int | float) and not math.isnan(calls):  # a run behind the gateway
+        agent_fields += [
+            ("model calls (gateway)", num(calls, 0)),
+            ("limit", as_text(rec.get("agent_limit")) or "–"),
+        ]
     unexecuted = never_executed(rec)
     exec_fields = [
         ("status", as_text(rec.get("execution_status")) or "–"),

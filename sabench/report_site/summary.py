@@ -27,7 +27,10 @@ def score_pivot(site: Site) -> dict[str, Any]:
     scores = site.scores
     canary = fabrication_cells(site)
     if scores.empty:
-        rows = [{"agent": a, "cells": [], "fabrication": canary[a]} for a in sorted(canary)]
+        rows = [
+            {"agent": a, "cells": [], "cost": "–", "cost_value": "", "fabrication": canary[a]}
+            for a in sorted(canary)
+        ]
         return {
             "dims": [],
             "judges": [],
@@ -66,12 +69,18 @@ def score_pivot(site: Site) -> dict[str, Any]:
             "value": "" if not has else f"{float(score):.6f}",
             "color": score_color(math.nan if score is None else float(score)),
         }
+    runs = site.tables.get("runs", pd.DataFrame())
     rows = []
     for agent in sorted({*scores["agent"].astype(str), *canary}):
+        mine = runs[runs["agent"].astype(str) == agent] if not runs.empty else runs
+        cost = pd.to_numeric(mine.get("cost_usd", pd.Series(dtype=float)), errors="coerce")
         rows.append(
             {
                 "agent": agent,
                 "cells": [cells.get((agent, j, d)) for j in judges for d in dims],
+                # what a run of the agent cost, beside what it scored
+                "cost": num(cost.mean(), 4) if cost.notna().any() else "–",
+                "cost_value": f"{cost.mean():.6f}" if cost.notna().any() else "",
             }
         )
     listed = [(agents, judge, text) for judge, text, agents in by_split(mixed)]
@@ -184,6 +193,12 @@ def _sum(frame: pd.DataFrame, column: str) -> float:
     )
 
 
+def _calls(runs: pd.DataFrame) -> str:
+    """Model calls through the gateway (an en dash for agents without one)."""
+    calls = pd.to_numeric(runs.get("model_calls", pd.Series(dtype=float)), errors="coerce")
+    return num(calls.sum(), 0) if calls.notna().any() else "–"
+
+
 def _costs(site: Site) -> dict[str, list[dict[str, str]]]:
     runs = site.tables.get("runs", pd.DataFrame())
     agents = []
@@ -195,6 +210,7 @@ def _costs(site: Site) -> dict[str, list[dict[str, str]]]:
                 {
                     "agent": str(agent),
                     "runs": str(len(sub)),
+                    "model_calls": _calls(sub),
                     "prompt_tokens": num(_sum(sub, "prompt_tokens"), 0),
                     "completion_tokens": num(_sum(sub, "completion_tokens"), 0),
                     "cost_usd": num(_sum(sub, "cost_usd"), 4),

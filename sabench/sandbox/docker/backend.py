@@ -59,6 +59,13 @@ REUSE_S = 60.0
 HOME_INSIDE = "/tmp"
 
 
+def image_entrypoint(client: Any, image_id: str) -> list[str]:
+    """The image's own ENTRYPOINT (empty when it has none)."""
+    config = client.api.inspect_image(image_id).get("Config") or {}
+    entrypoint = config.get("Entrypoint") or []
+    return [entrypoint] if isinstance(entrypoint, str) else list(entrypoint)
+
+
 class DockerSandbox(Sandbox):
     """A container per run through the docker SDK; see the module docstring."""
 
@@ -188,8 +195,12 @@ class DockerSandbox(Sandbox):
         labels: dict[str, str],
         fsize: int,
         staged: bool = True,
+        image_entrypoint: list[str] | None = None,
     ) -> dict[str, Any]:
-        """What ``containers.create`` gets (pure: tested as the backend's "argv")."""
+        """What ``containers.create`` gets (pure: tested as the backend's "argv").
+
+        ``options["launcher"]`` (the model gateway's forwarder) starts first and runs the image's
+        own ENTRYPOINT (``image_entrypoint``) with the command as its arguments."""
         from docker.types import LogConfig, Mount, Ulimit
 
         iso = effective_isolation(spec)
@@ -230,6 +241,10 @@ class DockerSandbox(Sandbox):
             "tty": False,
             "detach": True,
         }
+        launcher = spec_option(spec, "launcher")
+        if launcher:
+            kwargs["entrypoint"] = list(launcher)
+            kwargs["command"] = [*(image_entrypoint or []), *spec.command]
         if iso["drop_capabilities"]:
             kwargs["cap_drop"] = ["ALL"]
         if iso["no_new_privileges"]:
@@ -358,6 +373,9 @@ class DockerSandbox(Sandbox):
                 labels=labels,
                 fsize=fsize,
                 staged=data is not None,
+                image_entrypoint=image_entrypoint(client, image.id)
+                if spec_option(spec, "launcher")
+                else None,
             )
             if self.watchdog:
                 watchdog = start_watchdog(self.engine_url(), out_stage.mountpoint, control)
