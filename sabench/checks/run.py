@@ -64,12 +64,14 @@ WORKER = _WIRE + _program("sandbox_serve.py") + _program("sandbox_worker.py")
 # its memory through /proc. It prints a canary as it starts the child (a report missing after it
 # is the code under test's doing), and always ends with os._exit, so threads or atexit handlers
 # cannot hold the sandbox open. The child's source replaces its "@CHILD@", and where a check's
-# target lives (sandbox_targets.py) its "@TARGETS@".
+# target lives (sandbox_targets.py) its "@TARGETS@", and its callers in the code under test
+# (sandbox_peers.py) its "@PEERS@".
 RUNNER = _WIRE + (
     _program("sandbox_runner.py")
     .replace('"@CHILD@"', repr(CHILD))
     .replace('"@WORKER@"', repr(WORKER))
     .replace('"@TARGETS@"\n', _program("sandbox_targets.py"))
+    .replace('"@PEERS@"\n', _program("sandbox_peers.py"))
 )
 
 
