@@ -91,14 +91,15 @@ def site_program(
     """The text of the sitecustomize.py the sandbox runs: the checks' wire encoding, its settings
     (the submission's ``root``, the ``channel``'s socket as the sandbox sees it; a forced
     ``recorder`` and ``calls=False``, lines only, are for benchmarks), then the trace program
-    (``sandbox/trace_wrapping.py`` and ``sandbox/trace_site.py``; all standard library only).
+    (``sandbox/trace_wrapping.py``, ``sandbox/trace_site.py`` and ``sandbox/trace_join.py``; all
+    standard library only).
     Settings live in the program, not the environment, where a run could change them and a
     detector could read them."""
     wire = (_PROGRAMS / "checks" / "sandbox_wire.py").read_text(encoding="utf-8")
     # the calls' recorder before Python 3.12 first: the trace program installs itself as it ends
     trace = "\n".join(
         (_PROGRAMS / "sandbox" / name).read_text(encoding="utf-8")
-        for name in ("trace_wrapping.py", "trace_site.py")
+        for name in ("trace_wrapping.py", "trace_site.py", "trace_join.py")
     )
     settings = {
         "root": root,

@@ -73,7 +73,10 @@ _SITE = Path(__file__).parents[1] / "sandbox"
 HARNESS_HASH = _sha(
     HARNESS_VERSION.encode()
     + b"".join(path.read_bytes() for path in sorted(Path(__file__).parent.glob("*.py")))
-    + b"".join((_SITE / name).read_bytes() for name in ("trace_wrapping.py", "trace_site.py"))
+    + b"".join(
+        (_SITE / name).read_bytes()
+        for name in ("trace_wrapping.py", "trace_site.py", "trace_join.py")
+    )
 )
 
 

@@ -16,7 +16,6 @@ _ROOT = _os.path.normpath(_SETTINGS.get("root") or "/submission").rstrip("/") or
 _PREFIX = _ROOT + "/"
 _CHANNEL = _SETTINGS.get("channel") or ""
 _RESEED = int(_SETTINGS.get("reseed") or 0)  # the re-seeded run's salt (0: the run itself)
-_WORKERS = _SETTINGS.get("workers") or ""  # a check's socket for the code's workers (abstract)
 _MAX_SPAWNS = 256
 _MAX_OPENED = 4096
 _MAX_CALLS = 2
@@ -684,32 +683,6 @@ def _install():
         )
 
 
-def _join_check():
-    """Under a check, a Python process the code under test started anew (a spawn or forkserver
-    worker, a subprocess) joins it: the check's runner answers on its socket with the program
-    that installs the check's patches of modules here and calls back into the check
-    (sabench/checks/sandbox_worker.py). In a run nothing listens there, and nothing happens."""
-    if not _WORKERS:
-        return
-    import socket
-
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect("\0" + _WORKERS)
-    except OSError:
-        sock.close()
-        return
-    import _thread
-
-    send(sock.fileno(), {"hello": {"pid": _os.getpid(), "thread": _thread.get_ident(), "fresh": 1}})
-    joined = recv(sock.fileno()) or {}
-    if not isinstance(joined.get("program"), str):
-        sock.close()
-        return
-    program = compile(joined.pop("program"), "<string>", "exec")
-    exec(program, {"__name__": "__sabench_worker__", "CONNECTION": sock, "JOINED": joined})
-
-
 def _salted(seed):
     """The seed a re-seeded run uses instead of ``seed`` (None stays None: entropy either way)."""
     if seed is None:
@@ -808,10 +781,6 @@ try:
     _install()
     if _RESEED:
         _arm_reseed()
-except BaseException:
-    pass
-try:
-    _join_check()
 except BaseException:
     pass
 _chain_sitecustomize()
