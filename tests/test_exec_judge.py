@@ -478,6 +478,17 @@ def test_workers_of_the_code_under_test_call_the_checks_spy(
 
 
 @pytest.mark.bwrap
+def test_idle_workers_cost_the_check_no_thread(executed: Path, runtime: dict) -> None:
+    """A pool of 90 workers of which two run tasks, under the check's 128 pids (threads count):
+    a worker holds a connection, and the runner a thread for it, only once it calls back."""
+    (executed / "main.py").write_text(
+        _pool_main("fork").replace("Pool(2)", "Pool(90)").replace(", chunksize=1", "")
+    )
+    out = check(WORKER_CHECK, executed, runtime, time_limit_s=60, pids=128)
+    assert out.kind == "pass", (out.detail, out.tail)
+
+
+@pytest.mark.bwrap
 def test_what_a_check_sees(executed: Path, runtime: dict) -> None:
     """cwd and sys.path[0] are the submission copy; no check, runner, paper or SAU anywhere the
     code under test could look (files, mounts, environment); a submission file named like a

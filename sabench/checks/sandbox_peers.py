@@ -79,7 +79,10 @@ def serve_workers():
                 conn, _ = sock.accept()
             except OSError:
                 return
-            threading.Thread(target=serve_worker, args=(conn,), daemon=True).start()
+            try:
+                threading.Thread(target=serve_worker, args=(conn,), daemon=True).start()
+            except RuntimeError:  # no thread left (the sandbox's pids): that caller goes unserved
+                conn.close()
 
     threading.Thread(target=accept, daemon=True).start()
 

@@ -60,7 +60,8 @@ class CheckCallbackError(Exception):
 
 def connect():
     """A new connection to the runner for the calling thread: says whose it is, and applies the
-    check's patches this process does not hold yet."""
+    check's patches this process does not hold yet. Kept only by a caller that calls back: each
+    connection held costs the runner a thread, and the sandbox counts threads as processes."""
     import socket
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect("\0" + ADDRESS)
@@ -111,7 +112,7 @@ def after_fork():
             pass
     CONNS.clear()
     try:
-        CONNS[(os.getpid(), threading.get_ident())] = connect()
+        connect().close()
     except Exception:
         pass
 
