@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import selectors
 import shutil
 import socket
@@ -85,18 +86,20 @@ def site_program(
     recorder: str = "",
     calls: bool = True,
     reseed: int = 0,
+    workers: str = "",
 ) -> str:
     """The text of the sitecustomize.py the sandbox runs: the checks' wire encoding, its settings
     (the submission's ``root``, the ``channel``'s socket as the sandbox sees it; a forced
     ``recorder`` and ``calls=False``, lines only, are for benchmarks), then the trace program
-    (``sandbox/trace_wrapping.py`` and ``sandbox/trace_site.py``; all standard library only).
+    (``sandbox/trace_wrapping.py``, ``sandbox/trace_site.py`` and ``sandbox/trace_join.py``; all
+    standard library only).
     Settings live in the program, not the environment, where a run could change them and a
     detector could read them."""
     wire = (_PROGRAMS / "checks" / "sandbox_wire.py").read_text(encoding="utf-8")
     # the calls' recorder before Python 3.12 first: the trace program installs itself as it ends
     trace = "\n".join(
         (_PROGRAMS / "sandbox" / name).read_text(encoding="utf-8")
-        for name in ("trace_wrapping.py", "trace_site.py")
+        for name in ("trace_wrapping.py", "trace_site.py", "trace_join.py")
     )
     settings = {
         "root": root,
@@ -104,6 +107,7 @@ def site_program(
         "recorder": recorder,
         "calls": calls,
         "reseed": reseed,
+        "workers": workers,
     }
     return f"{wire}\n_TRACE_SETTINGS = {settings!r}\n{trace}"
 
@@ -115,13 +119,16 @@ def install_site(
     recorder: str = "",
     calls: bool = True,
     reseed: int = 0,
+    workers: str = "",
 ) -> Path:
     """Write the site folder (``sitecustomize.py``, world-readable) into ``folder``; return it.
     ``root``: where the submission is as the traced processes see it (see :func:`site_program`)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "sitecustomize.py"
-    target.write_text(site_program(root, channel, recorder, calls, reseed), encoding="utf-8")
+    target.write_text(
+        site_program(root, channel, recorder, calls, reseed, workers), encoding="utf-8"
+    )
     target.chmod(0o644)
     folder.chmod(0o755)
     return folder
@@ -244,6 +251,9 @@ class TraceChannel:
         self.folder = Path(tempfile.mkdtemp(prefix="sabench-channel-"))
         self.folder.chmod(0o755)
         self.path = self.folder / CHANNEL_SOCKET
+        #: the abstract socket where a check's runner serves the workers of the code under test
+        #: (sabench/checks/sandbox_runner.py); a run's has no listener
+        self.workers = secrets.token_hex(12)
         self.processes: list[_Process] = []
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(self.path))
@@ -433,7 +443,9 @@ def armed(
     try:
         with TraceChannel() as channel:
             socket_path = str(channel.path) if local else f"{CHANNEL_TARGET}/{CHANNEL_SOCKET}"
-            install_site(site, root=root, channel=socket_path, reseed=reseed)
+            install_site(
+                site, root=root, channel=socket_path, reseed=reseed, workers=channel.workers
+            )
             yield channel, site, {"PYTHONPATH": str(site) if local else SITE_TARGET}
     finally:
         shutil.rmtree(site, ignore_errors=True)

@@ -374,11 +374,11 @@ def test_a_module_the_submission_lacks_stands_in_for_its_definitions(
 
 
 @pytest.mark.bwrap
-def test_threads_of_the_code_under_test_take_turns_calling_the_checks_spy(
+def test_threads_of_the_code_under_test_each_call_the_checks_spy_on_their_own_channel(
     executed: Path, runtime: dict
 ) -> None:
     """A thread pool of the code under test calls the check's spy from several threads at once:
-    each call crosses whole (one callback on the channel at a time), and every call is seen."""
+    each thread calls back over a connection of its own, and every call is seen."""
     (executed / "main.py").write_text(
         "from concurrent.futures import ThreadPoolExecutor\n\n\n"
         "def gen(x):\n    return x + 2\n\n\n"
@@ -390,6 +390,101 @@ def test_threads_of_the_code_under_test_take_turns_calling_the_checks_spy(
         "calls == [(1,)]", "calls == [(1,)] * 64"
     )
     out = check(text, executed, runtime)
+    assert out.kind == "pass", (out.detail, out.tail)
+
+
+def _pool_main(context: str) -> str:
+    return (
+        "import multiprocessing\n\n\n"
+        "def gen(x):\n    return x + 2\n\n\n"
+        "def job(x):\n    return gen(x)\n\n\n"
+        "def main():\n"
+        f"    with multiprocessing.get_context({context!r}).Pool(2) as pool:\n"
+        "        return sum(pool.map(job, [1, 1], chunksize=1))\n"
+    )
+
+
+WORKER_MAINS = {
+    **{f"pool-{c}": _pool_main(c) for c in ("fork", "spawn", "forkserver")},
+    "process-pool": "from concurrent.futures import ProcessPoolExecutor\n\n\n"
+    "def gen(x):\n    return x + 2\n\n\n"
+    "def job(x):\n    return gen(x)\n\n\n"
+    "def main():\n"
+    "    with ProcessPoolExecutor(2) as pool:\n"
+    "        return sum(pool.map(job, [1, 1]))\n",
+    "subprocess": "import subprocess\nimport sys\n\n\n"
+    "def gen(x):\n    return x + 2\n\n\n"
+    "def main():\n"
+    "    run = [sys.executable, 'job.py', '1']\n"
+    "    return sum(int(subprocess.run(run, capture_output=True, text=True, check=True).stdout)\n"
+    "               for _ in range(2))\n",
+}
+
+WORKER_CHECK = """
+import threading
+
+import main
+
+
+class Done(Exception):
+    pass
+
+
+calls = {}  # caller -> its calls
+real = main.gen
+
+
+def spy(x):
+    calls.setdefault(threading.get_ident(), []).append(x)
+    return real(x)
+
+
+main.gen = spy
+assert main.main() == 6
+assert sorted(x for seen in calls.values() for x in seen) == [1, 1], calls
+assert threading.get_ident() not in calls, "called from the child's main thread"
+
+
+def stop(x):
+    raise Done
+
+
+main.gen = stop
+try:
+    main.main()
+except Done:
+    print("the worker's Done reached the check")
+else:
+    raise AssertionError("main.main returned although the check's function raised")
+"""
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("shape", sorted(WORKER_MAINS))
+def test_workers_of_the_code_under_test_call_the_checks_spy(
+    executed: Path, runtime: dict, shape: str
+) -> None:
+    """Workers that import the submission anew (spawn, forkserver, a subprocess Python) get the
+    check's patches, forked ones leave the child's channel alone: each calls the spy back over a
+    connection of its own, from a thread of the check's that stands for it, with the real function
+    it wraps computed in the worker; an exception the spy raises there is the one the check sees."""
+    (executed / "main.py").write_text(WORKER_MAINS[shape])
+    (executed / "job.py").write_text(
+        "import sys\n\nimport main\n\nprint(main.gen(int(sys.argv[1])))\n"
+    )
+    out = check(WORKER_CHECK, executed, runtime, time_limit_s=60)
+    assert out.kind == "pass", (out.detail, out.tail)
+    assert "the worker's Done reached the check" in out.detail, out.detail
+
+
+@pytest.mark.bwrap
+def test_idle_workers_cost_the_check_no_thread(executed: Path, runtime: dict) -> None:
+    """A pool of 90 workers of which two run tasks, under the check's 128 pids (threads count):
+    a worker holds a connection, and the runner a thread for it, only once it calls back."""
+    (executed / "main.py").write_text(
+        _pool_main("fork").replace("Pool(2)", "Pool(90)").replace(", chunksize=1", "")
+    )
+    out = check(WORKER_CHECK, executed, runtime, time_limit_s=60, pids=128)
     assert out.kind == "pass", (out.detail, out.tail)
 
 

@@ -31,7 +31,11 @@ def declared(requirements: list[str]) -> set[str]:
 
 
 #: Modules that run inside the sandbox, with the sandbox's Python (envs/sandbox.txt), not sabench's.
-SANDBOX_SIDE = ("sabench/sandbox/trace_site.py", "sabench/sandbox/trace_wrapping.py")
+SANDBOX_SIDE = (
+    "sabench/sandbox/trace_site.py",
+    "sabench/sandbox/trace_wrapping.py",
+    "sabench/sandbox/trace_join.py",
+)
 
 
 def third_party_imports(folder: Path, only: tuple[str, ...] = ()) -> dict[str, str]:

@@ -66,11 +66,17 @@ def _sha(text: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-#: The harness's own code (this package, the sandbox programs included): any change to it
-#: invalidates every cached outcome.
+#: The harness's own code (this package, the sandbox programs included, and the trace site every
+#: process of a check loads, which joins its workers to the check): any change to it invalidates
+#: every cached outcome.
+_SITE = Path(__file__).parents[1] / "sandbox"
 HARNESS_HASH = _sha(
     HARNESS_VERSION.encode()
     + b"".join(path.read_bytes() for path in sorted(Path(__file__).parent.glob("*.py")))
+    + b"".join(
+        (_SITE / name).read_bytes()
+        for name in ("trace_wrapping.py", "trace_site.py", "trace_join.py")
+    )
 )
 
 

@@ -49,7 +49,11 @@ _WIRE = _program("sandbox_wire.py")
 # path: its own imports (the standard library's) come before the submission's folder goes on it,
 # or a submission's traceback.py would be the harness's traceback.
 CHILD = 'import sys\nsys.path[:1] = [] if sys.path[:1] == [""] else sys.path[:1]\n'
-CHILD += _WIRE + _program("sandbox_child.py")
+CHILD += _WIRE + _program("sandbox_serve.py") + _program("sandbox_child.py")
+
+# A worker of the code under test (a process it started that imports anew): the trace site of
+# every Python process joins a check's runner where one listens, and runs this program it sends.
+WORKER = _WIRE + _program("sandbox_serve.py") + _program("sandbox_worker.py")
 
 # The program that runs inside the sandbox: the check's interpreter. Standard library only;
 # everything it needs is imported before /submission goes on sys.path, and it never imports the
@@ -60,11 +64,14 @@ CHILD += _WIRE + _program("sandbox_child.py")
 # its memory through /proc. It prints a canary as it starts the child (a report missing after it
 # is the code under test's doing), and always ends with os._exit, so threads or atexit handlers
 # cannot hold the sandbox open. The child's source replaces its "@CHILD@", and where a check's
-# target lives (sandbox_targets.py) its "@TARGETS@".
+# target lives (sandbox_targets.py) its "@TARGETS@", and its callers in the code under test
+# (sandbox_peers.py) its "@PEERS@".
 RUNNER = _WIRE + (
     _program("sandbox_runner.py")
     .replace('"@CHILD@"', repr(CHILD))
+    .replace('"@WORKER@"', repr(WORKER))
     .replace('"@TARGETS@"\n', _program("sandbox_targets.py"))
+    .replace('"@PEERS@"\n', _program("sandbox_peers.py"))
 )
 
 
@@ -198,7 +205,6 @@ def run_check(
             "replay": replay_calls(Path(executed), check_text),
             "argv": run_argv(Path(executed)),
         }
-        (work / PARAMS_FILE).write_text(json.dumps(params), encoding="utf-8")
         (work / RUNNER_FILE).write_text(RUNNER, encoding="utf-8")
         try:
             sandbox = backend or get_backend(runtime.get("backend", "auto"))
@@ -207,7 +213,10 @@ def run_check(
         log_path = scratch / "check.log"
         # the execution's own trace site, channel and environment: the code under test sees its
         # run's (what the channel receives here is not kept)
-        with arm_trace(getattr(sandbox, "name", ""), work) as (_, env, mounts):
+        with arm_trace(getattr(sandbox, "name", ""), work) as (channel, env, mounts):
+            # where the runner serves the workers of the code under test (their trace site knows)
+            params["workers"] = channel.workers
+            (work / PARAMS_FILE).write_text(json.dumps(params), encoding="utf-8")
             spec = SandboxSpec(
                 command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
                 workdir=work,

@@ -22,18 +22,24 @@ CHECK_TEXT = PARAMS.get("check")
 TIME_LIMIT = float(PARAMS.get("time_limit_s") or 0)
 REPLAY = PARAMS.get("replay") or []
 RUN_ARGV = [str(a) for a in PARAMS.get("argv") or []]
+WORKERS = str(PARAMS.get("workers") or "")  # the abstract socket the code's workers call back on
 try:
     ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
 except Exception:
     pass
 RUNNER_FILE = os.path.abspath(__file__)
 CHILD_SOURCE = "@CHILD@"
+WORKER_SOURCE = "@WORKER@"
 PREFIX = b"[code under test] "
 NET_ERRNOS = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ECONNREFUSED, errno.ENETDOWN,
               errno.EADDRNOTAVAIL}
-STATE = {"proc": None, "gone": None, "relay": None, "callback_exc": None, "waiting": 0,
-         "phase": "check", "unconfirmed": []}
+STATE = {"proc": None, "main": None, "gone": None, "relay": None, "callback_exc": None,
+         "waiting": 0, "phase": "check", "unconfirmed": []}
 CALLBACKS = []
+#: [module, name, value as sent] the check set on modules of the code under test: a worker that
+#: imports them anew gets them too
+PATCHES = []
+LOCAL = threading.local()  # .peer: the caller a thread of the runner serves (None: the child)
 RNGS = {}  # id -> (slot, a numpy Generator of the check), kept in step with the child's copy
 
 
@@ -63,6 +69,9 @@ def report(kind, detail="", where=None, code=1, lines=None):
 
 class ChildGone(BaseException):
     """The code under test ended its own process: nothing it said can count."""
+
+
+"@PEERS@"
 
 
 RELAYED = []  # the child's output lines; written out whole when it stops (never mid-line)
@@ -101,14 +110,16 @@ def start_child():
     log_r, log_w = os.pipe()
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD_SOURCE, str(to_child), str(from_child), SUBMISSION,
-         json.dumps(RUN_ARGV)],
+         json.dumps(RUN_ARGV), WORKERS],
         stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, pass_fds=(to_child, from_child),
         cwd=SUBMISSION, env=dict(os.environ), close_fds=True)
     for fd in (to_child, from_child, log_w):
         os.close(fd)
     thread = threading.Thread(target=relay, args=(log_r,), daemon=True)
     thread.start()
-    STATE.update(proc=proc, w=from_parent, r=to_parent, relay=thread)
+    STATE.update(proc=proc, w=from_parent, r=to_parent, relay=thread,
+                 main=Peer(to_parent, from_parent, proc.pid, main=True))
+    serve_workers()
 
 
 def stop_child():
@@ -149,9 +160,9 @@ def gone(what):
 def to_wire(x):
     def other(obj):
         if isinstance(obj, Remote):
-            return {"__ref__": object.__getattribute__(obj, "_ref")}
+            return {"__ref__": obj._sabench_ref_here()}
         if isinstance(obj, ProxyModule):
-            return {"__ref__": obj.__dict__["_sabench_ref"]}
+            return {"__ref__": module_ref(obj)}
         np = sys.modules.get("numpy")
         if np is not None and isinstance(obj, np.random.Generator):
             slot = RNGS.setdefault(id(obj), (len(RNGS), obj))[0]
@@ -165,41 +176,51 @@ def to_wire(x):
     return encode(x, other)
 
 
-def from_wire(x):
+def from_wire(x, peer=None):
+    pid = (peer or current_peer()).pid
+
     def resolve(d):
         if "__ref__" in d:
-            return Remote(int(d["__ref__"]), str(d.get("type")), bool(d.get("callable")))
+            return Remote(int(d["__ref__"]), str(d.get("type")), bool(d.get("callable")), pid)
         raise TypeError("the code under test sent something that is not data")
     return decode(x, resolve)
 
 
 def rpc(msg, what):
-    if STATE["gone"]:
-        raise ChildGone(STATE["gone"])
-    if STATE["proc"] is None:
-        start_child()
+    """Send a request to the calling thread's peer (the child, unless the thread serves a worker's
+    call back into the check) and serve that peer's calls back until the reply comes."""
+    peer = getattr(LOCAL, "peer", None)
+    if peer is None:
+        if STATE["gone"]:
+            raise ChildGone(STATE["gone"])
+        if STATE["proc"] is None:
+            start_child()
+        peer = STATE["main"]
     try:
-        send(STATE["w"], msg)
+        send(peer.w, msg)
     except OSError:
-        gone(what)
+        lost(peer, what)
     while True:
-        STATE["waiting"] += 1
+        STATE["waiting"] += peer.main
         try:
-            m = recv(STATE["r"])
+            m = recv(peer.r)
         finally:
-            STATE["waiting"] -= 1
+            STATE["waiting"] -= peer.main
         if m is None:
-            gone(what)
+            lost(peer, what)
         sync_rngs(m.get("rng") or (m.get("reply") or {}).get("rng") or [])
         if "reply" in m:
             reply = m["reply"]
             if "ok" in reply:
-                return from_wire(reply["ok"])
-            pending, STATE["callback_exc"] = STATE["callback_exc"], None
+                return from_wire(reply["ok"], peer)
+            if peer.main:  # a function of the check raised, whichever caller called it
+                pending, STATE["callback_exc"] = STATE["callback_exc"], None
+            else:
+                pending, LOCAL.callback_exc = getattr(LOCAL, "callback_exc", None), None
             if pending is not None:
                 raise pending
             raise rebuild(reply["err"])
-        serve_callback(m)
+        serve_callback(m, peer)
 
 
 def sync_rngs(states):
@@ -209,14 +230,19 @@ def sync_rngs(states):
         by_slot[int(slot)].bit_generator.state = from_wire(state)
 
 
-def serve_callback(m):
+def serve_callback(m, peer):
+    if not peer.main:  # what an earlier call of this caller raised is not this call's
+        LOCAL.callback_exc = None
     try:
         fn = CALLBACKS[int(m["id"])]
-        reply = {"ok": to_wire(fn(*from_wire(m["args"]), **from_wire(m["kwargs"])))}
+        reply = {"ok": to_wire(fn(*from_wire(m["args"], peer), **from_wire(m["kwargs"], peer)))}
     except BaseException as exc:
-        STATE["callback_exc"] = exc
+        if not peer.main:
+            LOCAL.callback_exc = exc
+        if not isinstance(exc, WorkerGone):
+            STATE["callback_exc"] = exc
         reply = {"err": []}
-    send(STATE["w"], {"reply": reply})
+    send(peer.w, {"reply": reply})
 
 
 def rebuild(chain):
@@ -264,16 +290,21 @@ def rebuild_one(d):
 class Remote:
     """An object of the code under test: it stays in the child; what it gives back is data."""
 
-    __slots__ = ("_ref", "_type", "_callable")
+    __slots__ = ("_ref", "_type", "_callable", "_pid", "_path")
 
-    def __init__(self, ref, kind, is_callable):
+    def __init__(self, ref, kind, is_callable, pid, path=None):
         object.__setattr__(self, "_ref", ref)
         object.__setattr__(self, "_type", kind)
         object.__setattr__(self, "_callable", is_callable)
+        object.__setattr__(self, "_pid", pid)
+        object.__setattr__(self, "_path", path)
+
+    def _sabench_ref_here(self):
+        get = object.__getattribute__
+        return ref_in(get(self, "_pid"), get(self, "_ref"), get(self, "_path"), repr(self))
 
     def _ask(self, op, **fields):
-        return rpc({"op": op, "ref": object.__getattribute__(self, "_ref"), **fields},
-                   "a call to %r" % self)
+        return rpc({"op": op, "ref": self._sabench_ref_here(), **fields}, "a call to %r" % self)
 
     def _special(self, name, *args):
         return self._ask("special", name=name, args=to_wire(list(args)))
@@ -281,7 +312,8 @@ class Remote:
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        return self._ask("getattr", name=name)
+        return with_path(self._ask("getattr", name=name), object.__getattribute__(self, "_path"),
+                         name)
 
     def __setattr__(self, name, value):
         self._ask("setattr", name=name, value=to_wire(value))
@@ -326,6 +358,19 @@ class Remote:
             for name, kind, has, default in self._special("signature")])
 
 
+def with_path(value, path, name):
+    """A handle reached as ``path.name``: by that path it crosses to another process."""
+    if isinstance(value, Remote) and path:
+        object.__setattr__(value, "_path", [*path, name])
+    return value
+
+
+def module_ref(module):
+    """The proxy's module as the calling thread's peer names it."""
+    d = module.__dict__
+    return ref_in(d["_sabench_pid"], d["_sabench_ref"], [module.__name__])
+
+
 "@TARGETS@"
 
 
@@ -343,8 +388,9 @@ class ProxyModule(types.ModuleType):
         ref = self.__dict__.get("_sabench_ref")
         if ref is not None:
             try:
-                return rpc({"op": "getattr", "ref": ref, "name": name},
-                           "a look-up of %s.%s" % (self.__name__, name))
+                return with_path(rpc({"op": "getattr", "ref": module_ref(self), "name": name},
+                                     "a look-up of %s.%s" % (self.__name__, name)),
+                                 [self.__name__], name)
             except AttributeError:
                 owner = elsewhere(self.__name__, name)
                 if owner is None:
@@ -366,13 +412,14 @@ class ProxyModule(types.ModuleType):
         except (AttributeError, Absent):
             pass
         owner = self.__dict__.get("_sabench_moved", {}).get(name)
+        sent = to_wire(value)
         if owner is not None:
-            rpc({"op": "rebind", "ref": object.__getattribute__(owner, "_ref"), "name": name,
-                 "value": to_wire(value)}, "setting %s.%s" % (self.__name__, name))
+            patched(rpc({"op": "rebind", "ref": owner._sabench_ref_here(), "name": name,
+                         "value": sent}, "setting %s.%s" % (self.__name__, name)), name, sent)
         if ref is None:
             return types.ModuleType.__setattr__(self, name, value)
-        rpc({"op": "setattr", "ref": ref, "name": name, "value": to_wire(value)},
-            "setting %s.%s" % (self.__name__, name))
+        patched(rpc({"op": "setattr", "ref": module_ref(self), "name": name, "value": sent},
+                    "setting %s.%s" % (self.__name__, name)), name, sent)
 
 
 class SubmissionLoader:
@@ -384,6 +431,7 @@ class SubmissionLoader:
     def exec_module(module):
         ref = rpc({"op": "import", "name": module.__name__}, "the import of " + module.__name__)
         module.__dict__["_sabench_ref"] = object.__getattribute__(ref, "_ref")
+        module.__dict__["_sabench_pid"] = object.__getattribute__(ref, "_pid")
 
 
 def defined_elsewhere(module):

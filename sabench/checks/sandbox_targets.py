@@ -57,8 +57,10 @@ def elsewhere(module, name):
         raise Undecidable("%s.%s is not there, and the submission defines %s in %s: the check "
                           "cannot tell which is the paper's" % (module, name, name,
                                                                 ", ".join(files)))
-    return rpc({"op": "module_of", "path": files[0], "name": module_name(files[0])},
-               "the import of " + files[0])
+    found = rpc({"op": "module_of", "path": files[0], "name": module_name(files[0])},
+                "the import of " + files[0])
+    object.__setattr__(found, "_path", [module_name(files[0])])
+    return found
 
 
 def moved_to(module, name):
