@@ -22,7 +22,7 @@ from sabench.contracts import UNREACHED_CAP
 from sabench.index import CODE, CodeIndex
 from sabench.index.liveness import child_statements, inert_in_submission, statement_span
 from sabench.index.model import Fact
-from sabench.index.python_facts import parse_recovering, statement_lines
+from sabench.index.python_facts import statement_lines
 from sabench.judges.static.outcome import Outcome
 
 #: said in the reasoning of every credited claim when the run has no record of the lines that ran
@@ -208,15 +208,15 @@ def executed_index(
         if ran is not None and not lines:
             not_run.update((fid, ln) for ln in range(1, len(sf.lines) + 1))
             continue
-        parsed = parse_recovering("\n".join(sf.lines))
-        if parsed is None:
+        tree = index.trees.get(sf.path)
+        if tree is None:
             continue
-        trees[sf.path], fids[sf.path] = parsed[0], fid
+        trees[sf.path], fids[sf.path] = tree, fid
         if lines:
-            not_run.update((fid, ln) for ln in unexecuted_lines(parsed[0], lines))
+            not_run.update((fid, ln) for ln in unexecuted_lines(tree, lines))
         elif partial.get(sf.path):
-            skipped[sf.path] = passed_by(parsed[0], partial[sf.path])
-            lines_past = statement_lines(parsed[0], skipped[sf.path])
+            skipped[sf.path] = passed_by(tree, partial[sf.path])
+            lines_past = statement_lines(tree, skipped[sf.path])
             not_run.update((fid, ln) for ln in lines_past)
     inert: set[tuple[int, int]] = set()
     unread: set[str] = set()
@@ -230,7 +230,11 @@ def executed_index(
         if skips is None and skipped:
             skips = {p: skipped.get(p, set()) for p in trees}
         dropped: dict[str, list[ast.AST]] = {}
-        found = inert_in_submission(trees, skips, dropped)
+        if skips is None:  # the index's own, of the same modules
+            found = {p: set(index.inert_ids.get(p, ())) for p in trees}
+            dropped = {p: index.dropped.get(p, []) for p in trees}
+        else:
+            found = inert_in_submission(trees, skips, dropped)
         gone = {
             p: ids | (skips or {}).get(p, set()) | {id(x) for x in dropped[p]}
             for p, ids in found.items()
@@ -486,8 +490,8 @@ def reported_anything(index: CodeIndex, execution: dict[str, Any] | None) -> boo
         lines = ran.get(sf.path)
         if sf.kind != CODE or sf.language != "python" or not lines:
             continue
-        parsed = parse_recovering("\n".join(sf.lines))
-        for node in ast.walk(parsed[0]) if parsed else ():
+        tree = index.trees.get(sf.path)
+        for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.Call) and node.lineno in lines and _reports(node.func):
                 return True
     return False
