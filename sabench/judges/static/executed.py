@@ -20,6 +20,7 @@ from typing import Any
 
 from sabench.contracts import UNREACHED_CAP
 from sabench.index import CODE, CodeIndex
+from sabench.index.dataflow import children, walk
 from sabench.index.liveness import child_statements, inert_in_submission, statement_span
 from sabench.index.model import Fact
 from sabench.index.python_facts import statement_lines
@@ -128,7 +129,7 @@ def passed_by(tree: ast.Module, ran: set[int]) -> set[int]:
 
     def skip(stmts: list[ast.stmt], past: bool) -> None:
         if past and stmts and not any(map(ran_any, stmts)):
-            out.update(id(x) for c in stmts for x in ast.walk(c) if isinstance(x, ast.stmt))
+            out.update(id(x) for c in stmts for x in walk(c) if isinstance(x, ast.stmt))
         else:
             visit(stmts)
 
@@ -239,13 +240,14 @@ def executed_index(
             p: ids | (skips or {}).get(p, set()) | {id(x) for x in dropped[p]}
             for p, ids in found.items()
         }
-        kept = _kept(trees, gone)
+        inside: list[str] = []  # what code that reaches nothing reads
+        kept = _kept(trees, gone, inside)
         if ran is not None:  # what ran, called only where its result reaches nothing
             kept = _uncalled(trees, found, gone, kept, _called_unseen(trees, ran))
-        for path, ids in found.items():
+            inside = [t for tree in trees.values() for t in _token_list(tree, set())]
+        for path, ids in found.items() if skips is not None else ():  # else the index's
             inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
-            unread.update(_token_list(trees[path], set()))
-        unread -= set(kept)
+        unread = set(inside) - set(kept)
     reads = index.reads - unread
     unopened = _unread_settings(index, execution, trees) if ran is not None else set()
     if (
@@ -299,7 +301,7 @@ def _unread_settings(
     named: set[str] = set()
     whole = False
     for path, tree in trees.items():
-        for n in ast.walk(tree):
+        for n in walk(tree):
             if getattr(n, "lineno", 0) not in ran.get(path, ()):
                 continue  # what never ran reads nothing
             if isinstance(n, ast.Constant) and isinstance(n.value, str):
@@ -367,8 +369,10 @@ def _assigned_names(st: ast.Assign | ast.AnnAssign) -> list[str] | None:
     return [n.id for n in nodes if isinstance(n, ast.Name)]
 
 
-def _kept(trees: dict[str, ast.Module], gone: dict[str, set[int]]) -> Counter[str]:
-    return Counter(t for p, tree in trees.items() for t in _token_list(tree, gone[p]))
+def _kept(
+    trees: dict[str, ast.Module], gone: dict[str, set[int]], inside: list[str] | None = None
+) -> Counter[str]:
+    return Counter(t for p, tree in trees.items() for t in _token_list(tree, gone[p], inside))
 
 
 def _called_unseen(trees: dict[str, ast.Module], ran: dict[str, set[int]]) -> set[str]:
@@ -411,7 +415,7 @@ def _uncalled(
                 )
                 or (
                     isinstance(st, ast.Assign | ast.AnnAssign)
-                    and not any(isinstance(n, ast.Call | ast.Lambda) for n in ast.walk(st))
+                    and not any(isinstance(n, ast.Call | ast.Lambda) for n in walk(st))
                     and _binds_only(st, kept)
                 )
             ]
@@ -422,32 +426,38 @@ def _uncalled(
             return kept
         for p, fns in dead.items():
             for fn in fns:
-                ids = {id(n) for n in ast.walk(fn) if isinstance(n, ast.stmt)}
+                ids = {id(n) for n in walk(fn) if isinstance(n, ast.stmt)}
                 found[p] |= ids
                 gone[p] |= ids
         kept = _kept(trees, gone)
 
 
-def _token_list(tree: ast.AST, skip: set[int]) -> list[str]:
+def _token_list(tree: ast.AST, skip: set[int], inside: list[str] | None = None) -> list[str]:
     """What the code reads (names, attributes, strings: keys) outside the nodes ``skip`` names,
-    once per read. A store reads nothing, nor does a dict display's string key (it names)."""
+    once per read; ``inside`` gets what they read. A store reads nothing, nor does a dict
+    display's string key (it names)."""
     out: list[str] = []
-    todo: list[ast.AST] = [tree]
+    todo: list[tuple[ast.AST, list[str]]] = [(tree, out)]
     while todo:
-        n = todo.pop()
+        n, into = todo.pop()
         if id(n) in skip:
+            if inside is None:
+                continue
+            into = inside
+        kind = type(n)
+        if kind is ast.Name or kind is ast.Constant:  # no node inside
+            if kind is ast.Name and type(n.ctx) is ast.Load:
+                into.append(n.id)
+            elif kind is ast.Constant and type(n.value) is str:
+                into.append(n.value)
             continue
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            out.append(n.id)
-        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
-            out.append(n.attr)
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            out.append(n.value)
-        if isinstance(n, ast.Dict):
+        if kind is ast.Attribute and type(n.ctx) is ast.Load:
+            into.append(n.attr)
+        if kind is ast.Dict:
             keys = [k for k in n.keys if k is not None and not _is_str(k)]
-            todo.extend([*keys, *n.values])
+            todo += [(c, into) for c in (*keys, *n.values)]
         else:
-            todo.extend(ast.iter_child_nodes(n))
+            todo += [(c, into) for c in children(n)]
     return out
 
 
@@ -491,7 +501,7 @@ def reported_anything(index: CodeIndex, execution: dict[str, Any] | None) -> boo
         if sf.kind != CODE or sf.language != "python" or not lines:
             continue
         tree = index.trees.get(sf.path)
-        for node in ast.walk(tree) if tree is not None else ():
+        for node in walk(tree) if tree is not None else ():
             if isinstance(node, ast.Call) and node.lineno in lines and _reports(node.func):
                 return True
     return False
