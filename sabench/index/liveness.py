@@ -412,21 +412,16 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return set(names)
 
 
-def inert_statements(tree: ast.Module, skip: set[int] | None = None) -> set[int]:
-    """The ids of the statements of ``tree`` whose results reach nothing (see the module's doc);
-    ``skip``: those that did not run."""
-    return inert_in_submission({"": tree}, {"": skip or set()})[""]
-
-
 def inert_in_submission(
     trees: dict[str, ast.Module],
     skips: dict[str, set[int]] | None = None,
     dropped: dict[str, list[ast.AST]] | None = None,
 ) -> dict[str, set[int]]:
-    """:func:`inert_statements` of every module of a submission (path -> tree), the functions
-    of one module that another imports (``from pkg.helpers import f``, ``import helpers as h``)
-    summarised as the module's own are; ``skips``: per path, the statements that did not run;
-    ``dropped`` gets, per path, the parts of expressions whose values reach nothing."""
+    """The ids of the statements whose results reach nothing (see the module's doc) of every
+    module of a submission (path -> tree), the functions of one module that another imports
+    (``from pkg.helpers import f``, ``import helpers as h``) summarised as the module's own are;
+    ``skips``: per path, the statements that did not run; ``dropped`` gets, per path, the parts of
+    expressions whose values reach nothing."""
     mods = {p: ModuleFacts(t, (skips or {}).get(p)) for p, t in trees.items()}
     by_name: dict[str, list[str]] = {}
     for p in mods:

@@ -1,12 +1,13 @@
 """What ran, and what reaches: the execution record's lines (``execution["lines_run"]``: path ->
 line numbers) read onto the index, and the liveness of the whole submission. A statement of a
 Python code file that did not run implements nothing: its lines are text, as dead code is
-(:meth:`sabench.index.CodeIndex.is_text`). The dataflow (:mod:`sabench.index.liveness`) is run
-again over every module at once, so that a function of one module that another imports is
-summarised (``from helpers import same_shape``: a formula whose value reaches only a helper that
-drops it is text), with the statements that did not run left out (a helper's never-run
-``return value`` branch passes nothing on). Without a record, credit comes from code that is live
-by dataflow only, and the judge says so."""
+(:meth:`sabench.index.CodeIndex.is_text`). The index runs the dataflow
+(:mod:`sabench.index.liveness`) over every module at once, so that a function of one module that
+another imports is summarised (``from helpers import same_shape``: a formula whose value reaches
+only a helper that drops it is text); with a record it is run again on the index's trees with the
+statements that did not run left out (a helper's never-run ``return value`` branch passes nothing
+on). Without a record, credit comes from code that is live by dataflow only, and the judge says
+so."""
 
 from __future__ import annotations
 
