@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sabench.index import build_index
-from sabench.index.liveness import inert_statements
+from sabench.index.liveness import inert_in_submission
 from sabench.index.python_facts import statement_lines
 from sabench.judges.static import judge_static
 from sabench.judges.static.executed import UNREACHED_CAP, unexecuted_lines
@@ -198,7 +198,7 @@ def test_without_a_record_the_judgment_says_so(tmp_path: Path) -> None:
 
 def _inert(src: str) -> set[int]:
     tree = ast.parse(src)
-    return statement_lines(tree, inert_statements(tree))
+    return statement_lines(tree, inert_in_submission({"": tree})[""])
 
 
 @pytest.mark.parametrize("expr", [f[3] for f in FORMULAS])

@@ -19,7 +19,7 @@ from sabench.index.model import (
     read_text,
     value_key,
 )
-from sabench.index.python_facts import python_facts
+from sabench.index.python_facts import parse_python, python_facts
 from sabench.index.terms import CHUNK_RE, chunk_info
 from sabench.values import extract_numbers
 
@@ -32,6 +32,7 @@ def build_index(root: Path | str) -> CodeIndex:
         return index
     chunk_sites: dict[str, list[tuple[int, int]]] = defaultdict(list)
     literals: dict[float, list[tuple[int, int]]] = defaultdict(list)
+    texts: list[str] = []
     for full, rel in iter_files(root):
         ext = os.path.splitext(rel)[1].lower()
         if ext in BINARY_EXT:
@@ -48,13 +49,15 @@ def build_index(root: Path | str) -> CodeIndex:
                 lang = "shell"
             elif "python" in lines[0]:
                 lang = "python"
-        sf = SourceFile(rel, kind, lang, lines, bytearray(len(lines)))
-        fid = len(index.files)
-        index.files.append(sf)
-        index.directed.update((fid, ln) for ln in directed_lines(text, rel))
+        index.files.append(SourceFile(rel, kind, lang, lines, bytearray(len(lines))))
+        texts.append(text)
+    parsed = parse_python(index)
+    for fid, (sf, text) in enumerate(zip(index.files, texts, strict=True)):
+        kind, lang, lines = sf.kind, sf.language, sf.lines
+        index.directed.update((fid, ln) for ln in directed_lines(text, sf.path))
         n_facts = len(index.facts)
         if lang == "python":
-            for v, ln in python_facts(index, sf, text):
+            for v, ln in python_facts(index, sf, parsed.get(fid)):
                 if kind in (CODE, CONFIG):
                     literals[value_key(v)].append((fid, ln))
         elif lang == "yaml" or lang == "json":

@@ -95,7 +95,7 @@ def _is_zero(node: ast.AST) -> bool:
         if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Mod):
             return _is_zero(node.left)
         if isinstance(node.op, ast.Sub) and ast.dump(node.left) == ast.dump(node.right):
-            calls = [dotted(n.func) for n in ast.walk(node.left) if isinstance(n, ast.Call)]
+            calls = [dotted(n.func) for n in walk(node.left) if isinstance(n, ast.Call)]
             return not any(_RANDOM.search(c or "?") for c in calls)  # ``x - x``, drawing nothing
     return False
 
@@ -189,6 +189,9 @@ class ModuleFacts:
         self.imported: dict[str, tuple[str, str]] = {}
         #: names read per expression node (by id), for the duration of the analysis
         self.uses: dict[int, frozenset[str]] = {}
+        #: what evaluating an expression node may change (by id; :meth:`effects`)
+        self.changes: dict[int, bool | set[str]] = {}
+        self.kids = Children()
         #: the statements that did not run (by an execution record): they do nothing
         self.skip = skip or set()
         #: bare names -> the submission's functions they call, and module aliases -> theirs
@@ -237,7 +240,7 @@ class ModuleFacts:
     def effectful(self, node: ast.AST | None) -> bool:  # may do more than compute a value
         if node is None:
             return False
-        for n in ast.walk(node):
+        for n in walk(node, self.kids):
             if isinstance(n, ast.Call) and not self.pure_call(n):
                 return True
             if isinstance(n, ast.Yield | ast.YieldFrom | ast.Await | ast.NamedExpr):
@@ -249,9 +252,15 @@ class ModuleFacts:
         change (a write, a print, a global, a parameter), else the local names, bound only to
         values the function created (``fresh``), whose values may change (``rng.normal()``, a
         submission function changing the list it is given): such a change matters only where
-        the name is read later."""
+        the name is read later. Once per node: a node is of one function, its ``fresh``."""
+        got = self.changes.get(id(node))
+        if got is None:
+            got = self.changes[id(node)] = self._effects(node, fresh)
+        return got
+
+    def _effects(self, node: ast.AST, fresh: Collection[str]) -> bool | set[str]:
         out: set[str] = set()
-        for n in ast.walk(node):
+        for n in walk(node, self.kids):
             if isinstance(n, ast.Yield | ast.YieldFrom | ast.Await | ast.NamedExpr):
                 return True
             if not isinstance(n, ast.Call) or self.pure_call(n):
@@ -309,7 +318,7 @@ class ModuleFacts:
                     out |= self._comprehension(n)
                     continue
                 kept = self._call_args(n) if isinstance(n, ast.Call) else None
-                todo.extend(ast.iter_child_nodes(n) if kept is None else kept)
+                todo.extend(self.kids[n] if kept is None else kept)
                 if kept is not None:  # what the call takes and drops
                     ids = {id(k) for k in kept}
                     args = [*n.args, *(k.value for k in n.keywords)]  # type: ignore[attr-defined]
@@ -328,7 +337,7 @@ class ModuleFacts:
         first: frozenset[str] = frozenset()
         for i in range(len(n.generators) - 1, -1, -1):
             g = n.generators[i]
-            targets = {x.id for x in ast.walk(g.target) if isinstance(x, ast.Name)}
+            targets = {x.id for x in walk(g.target, self.kids) if isinstance(x, ast.Name)}
             bound |= targets
             if targets & needed or g.ifs or not isinstance(g.target, ast.Name | ast.Tuple):
                 reads = self.key_reads(g.iter, g.target, needed) or self.names(g.iter)
@@ -430,20 +439,63 @@ def store_names(target: ast.AST) -> list[ast.AST]:
     return [target]
 
 
-def walk_own(node: ast.AST, skip: set[int]) -> Iterator[ast.AST]:
+#: per node class, its fields that may hold nodes, but contexts and operators (shared
+#: singletons that no analysis here reads as a node)
+_FIELDS = {
+    c: tuple(f for f in c._fields if f not in ("ctx", "op", "ops"))
+    for c in vars(ast).values()
+    if isinstance(c, type) and issubclass(c, ast.AST)
+}
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes`` as a list, in its order, less the contexts and operators: the
+    analyses walk each module's nodes many times, and this is what they spend most on."""
+    out: list[ast.AST] = []
+    for f in _FIELDS.get(type(node)) or node._fields:
+        v = getattr(node, f, None)
+        if type(v) is list:
+            out += [x for x in v if isinstance(x, ast.AST)]
+        elif isinstance(v, ast.AST):
+            out.append(v)
+    return out
+
+
+class Children(dict[ast.AST, list[ast.AST]]):
+    """Each node's :func:`children`, found once (an analysis walks each node many times)."""
+
+    def __missing__(self, node: ast.AST) -> list[ast.AST]:
+        self[node] = found = children(node)
+        return found
+
+
+def walk(node: ast.AST, kids: Children | None = None) -> Iterator[ast.AST]:
+    """``ast.walk``'s nodes (less contexts and operators), depth first: for what does not depend on
+    the order."""
+    of = children if kids is None else kids.__getitem__
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo += of(n)
+
+
+_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda})
+
+
+def walk_own(node: ast.AST, skip: set[int], kids: Children | None = None) -> Iterator[ast.AST]:
     """The nodes of a statement, not entering nested functions' or classes' bodies nor the
     statements ``skip`` names (they did not run)."""
+    of = children if kids is None else kids.__getitem__
     todo = [node]
     while todo:
         n = todo.pop()
         if id(n) in skip:
             continue
         yield n
-        if n is not node and isinstance(
-            n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-        ):
+        if n is not node and type(n) in _SCOPES:
             continue
-        todo.extend(ast.iter_child_nodes(n))
+        todo += of(n)
 
 
 _FRESH_NODES = (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.Constant, ast.ListComp, ast.DictComp)

@@ -27,6 +27,8 @@ branch passes nothing on); :mod:`sabench.judges.static.executed` reads the recor
 from __future__ import annotations
 
 import ast
+from collections import deque
+from collections.abc import Iterator
 
 from sabench.index.dataflow import (
     DYNAMIC,
@@ -39,12 +41,14 @@ from sabench.index.dataflow import (
     Sig,
     changed_arguments,
     child_statements,
+    children,
     constant_test,
     dotted,
     is_fresh,
     is_new_dict,
     store_base,
     store_names,
+    walk,
     walk_own,
 )
 
@@ -80,8 +84,12 @@ class _Function:
                 stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
             ):
                 continue
-            for n in walk_own(stmt, mod.skip):
+            for n in walk_own(stmt, mod.skip, mod.kids):
                 if type(n) not in NOTED:
+                    continue
+                if type(n) is ast.Name:  # the most common node: only a dynamic read matters
+                    if n.id in DYNAMIC:
+                        self.bail = self.acts = True
                     continue
                 if isinstance(n, ast.stmt | ast.ExceptHandler):
                     for f in ("body", "orelse", "finalbody", "handlers"):
@@ -104,7 +112,7 @@ class _Function:
                 elif not is_module and isinstance(
                     n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
                 ):
-                    captured |= {x.id for x in ast.walk(n) if isinstance(x, ast.Name)}
+                    captured |= {x.id for x in walk(n, mod.kids) if isinstance(x, ast.Name)}
                 if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign):
                     aug = isinstance(n, ast.AugAssign)
                     for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
@@ -287,14 +295,14 @@ class _Function:
             if self.is_module:
                 self._mark(s)
                 return after
-            reads = {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
+            reads = {n.id for n in walk(s, mod.kids) if isinstance(n, ast.Name)}
             if s.name in after or s.decorator_list or s.name in self.always:
                 self._mark(s)
                 return (after - {s.name}) | reads
             return after
         # imports, global, pass, del, match ...: kept, reading all they name
         self._mark(s)
-        return after | {n.id for n in ast.walk(s) if isinstance(n, ast.Name)}
+        return after | {n.id for n in walk(s, mod.kids) if isinstance(n, ast.Name)}
 
     def _assign(self, s: ast.Assign | ast.AnnAssign | ast.AugAssign, after: Live) -> Live:
         value = s.value
@@ -404,21 +412,16 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return set(names)
 
 
-def inert_statements(tree: ast.Module, skip: set[int] | None = None) -> set[int]:
-    """The ids of the statements of ``tree`` whose results reach nothing (see the module's doc);
-    ``skip``: those that did not run."""
-    return inert_in_submission({"": tree}, {"": skip or set()})[""]
-
-
 def inert_in_submission(
     trees: dict[str, ast.Module],
     skips: dict[str, set[int]] | None = None,
     dropped: dict[str, list[ast.AST]] | None = None,
 ) -> dict[str, set[int]]:
-    """:func:`inert_statements` of every module of a submission (path -> tree), the functions
-    of one module that another imports (``from pkg.helpers import f``, ``import helpers as h``)
-    summarised as the module's own are; ``skips``: per path, the statements that did not run;
-    ``dropped`` gets, per path, the parts of expressions whose values reach nothing."""
+    """The ids of the statements whose results reach nothing (see the module's doc) of every
+    module of a submission (path -> tree), the functions of one module that another imports
+    (``from pkg.helpers import f``, ``import helpers as h``) summarised as the module's own are;
+    ``skips``: per path, the statements that did not run; ``dropped`` gets, per path, the parts of
+    expressions whose values reach nothing."""
     mods = {p: ModuleFacts(t, (skips or {}).get(p)) for p, t in trees.items()}
     by_name: dict[str, list[str]] = {}
     for p in mods:
@@ -426,9 +429,7 @@ def inert_in_submission(
         for i in range(len(parts)):
             by_name.setdefault(".".join(parts[i:]), []).append(p)
     for m in mods.values():
-        for st in ast.walk(m.tree):
-            if not isinstance(st, ast.Import | ast.ImportFrom):
-                continue
+        for st in _imports(m.tree):
             base = f"{st.module}." if isinstance(st, ast.ImportFrom) and st.module else ""
             for a in st.names:
                 local = a.asname or a.name
@@ -447,10 +448,12 @@ def inert_in_submission(
     _purity(mods, analyses)
     # what reaches each function's results, to the least fixpoint: a parameter reaches when a
     # live statement reads it, through the calls of the functions summarised so far
+    converged = False
     for _ in range(30):  # then every parameter is taken to reach
         changed = False
         for p, m in mods.items():
             m.uses.clear()
+            m.dropped = []
             for fn, f in analyses[p]:
                 entry = m.own.get(fn.name)
                 if entry is None or entry[0] is not fn:
@@ -462,6 +465,7 @@ def inert_in_submission(
                     sig.reach |= reach
                     changed = True
         if not changed:
+            converged = True
             break
     else:
         for m in mods.values():
@@ -469,19 +473,37 @@ def inert_in_submission(
                 sig.reach = sig.all
     out: dict[str, set[int]] = {}
     for p, m in mods.items():
-        m.uses.clear()
-        m.dropped = (dropped if dropped is not None else {}).setdefault(p, [])
+        if not converged:
+            m.uses.clear()
+            m.dropped = []
         inert: set[int] = set()
         for fn, f in analyses[p]:
-            if not f.bail:
-                f.run(fn.body)
-                inert |= _dead_in(fn.body, f.live)
+            if f.bail:
+                continue
+            if not converged or m.own.get(fn.name, (None,))[0] is not fn:
+                f.run(fn.body)  # a summarised function's last run is with the final summaries
+            inert |= _dead_in(fn.body, f.live)
         top = _Function(m, m.tree.body, set(), True)
         if not top.bail:
             top.run(m.tree.body)
             inert |= _dead_in(m.tree.body, top.live, module=True)
         out[p] = inert
+        if dropped is not None:
+            dropped[p] = m.dropped
     return out
+
+
+def _imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The module's imports in ``ast.walk``'s order, expressions not walked (none holds one)."""
+    todo: deque[ast.AST] = deque([tree])
+    while todo:
+        n = todo.popleft()
+        if isinstance(n, ast.Import | ast.ImportFrom):
+            yield n
+        todo.extend(c for c in children(n) if isinstance(c, _BLOCKS))
+
+
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def _purity(

@@ -3,6 +3,7 @@ walked, classified as code / config / docs / tests, read as text."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass, field
@@ -187,6 +188,13 @@ class CodeIndex:
     #: lines of statements whose results reach nothing (:mod:`.liveness`): dead stores, discarded
     #: computations, operands multiplied by a literal zero, branches under a constant false test
     inert: set[tuple[int, int]] = field(default_factory=set)
+    #: each Python code file's module (path -> tree), parsed once for every analysis of the code
+    trees: dict[str, ast.Module] = field(default_factory=dict)
+    #: per path of ``trees``, the statements (their ids) whose results reach nothing in the whole
+    #: submission (:func:`~sabench.index.liveness.inert_in_submission`), and the parts of
+    #: expressions whose values reach nothing (``x`` in ``x * 0.0``)
+    inert_ids: dict[str, set[int]] = field(default_factory=dict)
+    dropped: dict[str, list[ast.AST]] = field(default_factory=dict)
     #: whether what runs was traced from entry points (a script a shell command runs, a
     #: ``__main__`` block); False when every module is taken to run (no entry point, a library)
     entry_traced: bool = False

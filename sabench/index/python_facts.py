@@ -7,7 +7,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 
-from sabench.index.liveness import child_statements, inert_statements, statement_span
+from sabench.index.liveness import child_statements, inert_in_submission, statement_span
 from sabench.index.model import CODE, CodeIndex, Definition, Fact, Function, SourceFile
 from sabench.index.terms import leaf_terms
 from sabench.values import parse_number, words
@@ -660,10 +660,34 @@ def parse_recovering(text: str) -> tuple[ast.Module, list[int]] | None:
     return None
 
 
-def python_facts(index: CodeIndex, sf: SourceFile, text: str) -> list[tuple[float, int]]:
-    """Facts of one Python file; returns its numeric literals. What does not parse is text
-    (:func:`parse_recovering`)."""
-    recovered = parse_recovering(text)
+def parse_python(index: CodeIndex) -> dict[int, tuple[ast.Module, list[int]]]:
+    """Every Python file of the index parsed once, on its lines as the index numbers them
+    (:func:`parse_recovering`; a file where nothing parses is left out), and the liveness of the
+    code's modules over the whole submission, a function one module imports summarised as its own
+    are (:func:`~sabench.index.liveness.inert_in_submission`), kept on the index for the judges
+    (:attr:`CodeIndex.trees`, :attr:`CodeIndex.inert_ids`, :attr:`CodeIndex.dropped`)."""
+    parsed: dict[int, tuple[ast.Module, list[int]]] = {}
+    for fid, sf in enumerate(index.files):
+        got = parse_recovering("\n".join(sf.lines)) if sf.language == "python" else None
+        if got is not None:
+            parsed[fid] = got
+            if sf.kind == CODE and sf.lines:
+                index.trees[sf.path] = got[0]
+    try:
+        index.inert_ids = inert_in_submission(index.trees, None, index.dropped)
+    except RecursionError:  # a pathologically deep module: the others each on its own
+        index.dropped.clear()
+        for path, tree in index.trees.items():
+            with contextlib.suppress(RecursionError):
+                index.inert_ids |= inert_in_submission({path: tree}, None, index.dropped)
+    return parsed
+
+
+def python_facts(
+    index: CodeIndex, sf: SourceFile, recovered: tuple[ast.Module, list[int]] | None
+) -> list[tuple[float, int]]:
+    """Facts of one Python file, parsed by :func:`parse_python` (None: nothing parses, the file
+    is text); returns its numeric literals."""
     if recovered is None:
         return []
     tree, text_lines = recovered
@@ -672,9 +696,8 @@ def python_facts(index: CodeIndex, sf: SourceFile, text: str) -> list[tuple[floa
             sf.comment[i] = 1
     visitor = _PyVisitor(index, sf)
     if sf.kind == CODE:
-        with contextlib.suppress(RecursionError):
-            visitor.inert = inert_statements(tree)
-            index.inert.update((visitor.fid, ln) for ln in statement_lines(tree, visitor.inert))
+        visitor.inert = index.inert_ids.get(sf.path, set())
+        index.inert.update((visitor.fid, ln) for ln in statement_lines(tree, visitor.inert))
     with contextlib.suppress(RecursionError):  # a pathologically deep file keeps what was read
         visitor.run(tree)
     return visitor.literals

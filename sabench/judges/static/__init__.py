@@ -196,7 +196,7 @@ def _in_live_code(judge: ClaimJudge, claim: Claim) -> bool:
     a stub (full credit): code that could implement the claim, the ground for abstaining; and
     none is in a stub, which the judge can see: a placeholder where the claim would be."""
     own = [judge.ctx.term(t) for t in claim.terms if t not in GENERIC]
-    in_stub = any(
+    in_stub = any(fn.stub for fn in judge.ctx.index.functions) and any(
         fn is not None and fn.stub
         for p in own
         for fid, ln, _ in p.hits

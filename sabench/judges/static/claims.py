@@ -387,7 +387,7 @@ def _expected(raw: Any) -> list[dict[str, Any]]:
 #: judges one paper's SAUs for every run (sabench.judges.batch, drift injection), and parsing the
 #: claims again for each run was about a sixth of its judging.
 _ANALYSED: dict[str, tuple[Claim, ...]] = {}
-_ANALYSED_MAX = 16
+_ANALYSED_MAX = 64
 
 
 def analyze_claims(saus: list[dict[str, Any]]) -> tuple[Claim, ...]:

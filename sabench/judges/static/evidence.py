@@ -97,6 +97,8 @@ class SubmissionContext:
         #: (file, first line) of a function -> its statements' formulas written in steps, by line
         #: (formulas.stepwise_statements)
         self.stepwise: dict[tuple[str, int], dict[int, list[str]]] = {}
+        #: (file, first line, last line) -> the function parsed (formulas.function_tree)
+        self.function_trees: dict[tuple[str, int, int], ast.Module | None] = {}
         #: names the code binds to one number, and that number (formulas.bound_numbers)
         self.bound: dict[str, float] | None = None
         for fn in index.functions:

@@ -1,12 +1,13 @@
 """What ran, and what reaches: the execution record's lines (``execution["lines_run"]``: path ->
 line numbers) read onto the index, and the liveness of the whole submission. A statement of a
 Python code file that did not run implements nothing: its lines are text, as dead code is
-(:meth:`sabench.index.CodeIndex.is_text`). The dataflow (:mod:`sabench.index.liveness`) is run
-again over every module at once, so that a function of one module that another imports is
-summarised (``from helpers import same_shape``: a formula whose value reaches only a helper that
-drops it is text), with the statements that did not run left out (a helper's never-run
-``return value`` branch passes nothing on). Without a record, credit comes from code that is live
-by dataflow only, and the judge says so."""
+(:meth:`sabench.index.CodeIndex.is_text`). The index runs the dataflow
+(:mod:`sabench.index.liveness`) over every module at once, so that a function of one module that
+another imports is summarised (``from helpers import same_shape``: a formula whose value reaches
+only a helper that drops it is text); with a record it is run again on the index's trees with the
+statements that did not run left out (a helper's never-run ``return value`` branch passes nothing
+on). Without a record, credit comes from code that is live by dataflow only, and the judge says
+so."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from typing import Any
 
 from sabench.contracts import UNREACHED_CAP
 from sabench.index import CODE, CodeIndex
+from sabench.index.dataflow import children, walk
 from sabench.index.liveness import child_statements, inert_in_submission, statement_span
 from sabench.index.model import Fact
-from sabench.index.python_facts import parse_recovering, statement_lines
+from sabench.index.python_facts import statement_lines
 from sabench.judges.static.outcome import Outcome
 
 #: said in the reasoning of every credited claim when the run has no record of the lines that ran
@@ -129,7 +131,7 @@ def passed_by(tree: ast.Module, ran: set[int]) -> set[int]:
 
     def skip(stmts: list[ast.stmt], past: bool) -> None:
         if past and stmts and not any(map(ran_any, stmts)):
-            out.update(id(x) for c in stmts for x in ast.walk(c) if isinstance(x, ast.stmt))
+            out.update(id(x) for c in stmts for x in walk(c) if isinstance(x, ast.stmt))
         else:
             visit(stmts)
 
@@ -214,15 +216,15 @@ def executed_index(
         if ran is not None and not lines:
             not_run.update((fid, ln) for ln in range(1, len(sf.lines) + 1))
             continue
-        parsed = parse_recovering("\n".join(sf.lines))
-        if parsed is None:
+        tree = index.trees.get(sf.path)
+        if tree is None:
             continue
-        trees[sf.path], fids[sf.path] = parsed[0], fid
+        trees[sf.path], fids[sf.path] = tree, fid
         if lines:
-            not_run.update((fid, ln) for ln in unexecuted_lines(parsed[0], lines))
+            not_run.update((fid, ln) for ln in unexecuted_lines(tree, lines))
         elif partial.get(sf.path):
-            skipped[sf.path] = passed_by(parsed[0], partial[sf.path])
-            lines_past = statement_lines(parsed[0], skipped[sf.path])
+            skipped[sf.path] = passed_by(tree, partial[sf.path])
+            lines_past = statement_lines(tree, skipped[sf.path])
             not_run.update((fid, ln) for ln in lines_past)
     inert: set[tuple[int, int]] = set()
     unread: set[str] = set()
@@ -236,19 +238,24 @@ def executed_index(
         if skips is None and skipped:
             skips = {p: skipped.get(p, set()) for p in trees}
         dropped: dict[str, list[ast.AST]] = {}
-        found = inert_in_submission(trees, skips, dropped)
+        if skips is None:  # the index's own, of the same modules
+            found = {p: set(index.inert_ids.get(p, ())) for p in trees}
+            dropped = {p: index.dropped.get(p, []) for p in trees}
+        else:
+            found = inert_in_submission(trees, skips, dropped)
         gone = {
             p: ids | (skips or {}).get(p, set()) | {id(x) for x in dropped[p]}
             for p, ids in found.items()
         }
-        kept = _kept(trees, gone)
+        inside: list[str] = []  # what code that reaches nothing reads
+        kept = _kept(trees, gone, inside)
         if ran is not None or skipped:  # called only where its result reaches nothing, or
             # (a run that did not complete) only in the branches it went past
             kept = _uncalled(trees, found, gone, kept, _called_unseen(trees, ran or partial))
-        for path, ids in found.items():
+            inside = [t for tree in trees.values() for t in _token_list(tree, set())]
+        for path, ids in found.items() if skips is not None else ():  # else the index's
             inert.update((fids[path], ln) for ln in statement_lines(trees[path], ids))
-            unread.update(_token_list(trees[path], set()))
-        unread -= set(kept)
+        unread = set(inside) - set(kept)
     reads = index.reads - unread
     unopened = _unread_settings(index, execution, trees) if ran is not None else set()
     if (
@@ -302,7 +309,7 @@ def _unread_settings(
     named: set[str] = set()
     whole = False
     for path, tree in trees.items():
-        for n in ast.walk(tree):
+        for n in walk(tree):
             if getattr(n, "lineno", 0) not in ran.get(path, ()):
                 continue  # what never ran reads nothing
             if isinstance(n, ast.Constant) and isinstance(n.value, str):
@@ -370,8 +377,10 @@ def _assigned_names(st: ast.Assign | ast.AnnAssign) -> list[str] | None:
     return [n.id for n in nodes if isinstance(n, ast.Name)]
 
 
-def _kept(trees: dict[str, ast.Module], gone: dict[str, set[int]]) -> Counter[str]:
-    return Counter(t for p, tree in trees.items() for t in _token_list(tree, gone[p]))
+def _kept(
+    trees: dict[str, ast.Module], gone: dict[str, set[int]], inside: list[str] | None = None
+) -> Counter[str]:
+    return Counter(t for p, tree in trees.items() for t in _token_list(tree, gone[p], inside))
 
 
 def _called_unseen(trees: dict[str, ast.Module], ran: dict[str, set[int]]) -> set[str]:
@@ -414,7 +423,7 @@ def _uncalled(
                 )
                 or (
                     isinstance(st, ast.Assign | ast.AnnAssign)
-                    and not any(isinstance(n, ast.Call | ast.Lambda) for n in ast.walk(st))
+                    and not any(isinstance(n, ast.Call | ast.Lambda) for n in walk(st))
                     and _binds_only(st, kept)
                 )
             ]
@@ -425,32 +434,38 @@ def _uncalled(
             return kept
         for p, fns in dead.items():
             for fn in fns:
-                ids = {id(n) for n in ast.walk(fn) if isinstance(n, ast.stmt)}
+                ids = {id(n) for n in walk(fn) if isinstance(n, ast.stmt)}
                 found[p] |= ids
                 gone[p] |= ids
         kept = _kept(trees, gone)
 
 
-def _token_list(tree: ast.AST, skip: set[int]) -> list[str]:
+def _token_list(tree: ast.AST, skip: set[int], inside: list[str] | None = None) -> list[str]:
     """What the code reads (names, attributes, strings: keys) outside the nodes ``skip`` names,
-    once per read. A store reads nothing, nor does a dict display's string key (it names)."""
+    once per read; ``inside`` gets what they read. A store reads nothing, nor does a dict
+    display's string key (it names)."""
     out: list[str] = []
-    todo: list[ast.AST] = [tree]
+    todo: list[tuple[ast.AST, list[str]]] = [(tree, out)]
     while todo:
-        n = todo.pop()
+        n, into = todo.pop()
         if id(n) in skip:
+            if inside is None:
+                continue
+            into = inside
+        kind = type(n)
+        if kind is ast.Name or kind is ast.Constant:  # no node inside
+            if kind is ast.Name and type(n.ctx) is ast.Load:
+                into.append(n.id)
+            elif kind is ast.Constant and type(n.value) is str:
+                into.append(n.value)
             continue
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            out.append(n.id)
-        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
-            out.append(n.attr)
-        elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-            out.append(n.value)
-        if isinstance(n, ast.Dict):
+        if kind is ast.Attribute and type(n.ctx) is ast.Load:
+            into.append(n.attr)
+        if kind is ast.Dict:
             keys = [k for k in n.keys if k is not None and not _is_str(k)]
-            todo.extend([*keys, *n.values])
+            todo += [(c, into) for c in (*keys, *n.values)]
         else:
-            todo.extend(ast.iter_child_nodes(n))
+            todo += [(c, into) for c in children(n)]
     return out
 
 
@@ -493,8 +508,8 @@ def reported_anything(index: CodeIndex, execution: dict[str, Any] | None) -> boo
         lines = ran.get(sf.path)
         if sf.kind != CODE or sf.language != "python" or not lines:
             continue
-        parsed = parse_recovering("\n".join(sf.lines))
-        for node in ast.walk(parsed[0]) if parsed else ():
+        tree = index.trees.get(sf.path)
+        for node in walk(tree) if tree is not None else ():
             if isinstance(node, ast.Call) and node.lineno in lines and _reports(node.func):
                 return True
     return False

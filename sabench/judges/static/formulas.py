@@ -13,6 +13,7 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
 from sabench.index import CODE, Function, squash, text_terms
+from sabench.index.dataflow import walk
 from sabench.judges.static.claims import Claim, equation_tree
 from sabench.judges.static.evidence import Window
 from sabench.judges.static.outcome import Outcome
@@ -231,7 +232,7 @@ def _operand_keys(node: ast.AST) -> frozenset[str]:
     """An operand's names, whole (squashed: ``sigma_data`` -> ``sigmadata``) and by their terms;
     constants say nothing about which operand it is."""
     keys: set[str] = set()
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Name | ast.Attribute):
             name = n.id if isinstance(n, ast.Name) else n.attr
             if name != "self":
@@ -261,14 +262,18 @@ def _overlap(a: Operation, b: Operation) -> int:
 
 
 def function_tree(judge: ClaimJudge, fn: Function) -> ast.Module | None:
-    """A function's code parsed on its own (its lines dedented); None when it does not parse."""
+    """A function's code parsed on its own (its lines dedented), once a submission; None when it
+    does not parse."""
     fid = judge.ctx.fid_of.get(fn.file)
     if fid is None:
         return None
-    lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
-    with contextlib.suppress(SyntaxError, ValueError, RecursionError):
-        return ast.parse(textwrap.dedent("\n".join(lines)))
-    return None
+    key = (fn.file, fn.start, fn.end)
+    if key not in judge.ctx.function_trees:
+        lines = judge.index.files[fid].lines[fn.start - 1 : fn.end]
+        judge.ctx.function_trees[key] = None
+        with contextlib.suppress(SyntaxError, ValueError, RecursionError):
+            judge.ctx.function_trees[key] = ast.parse(textwrap.dedent("\n".join(lines)))
+    return judge.ctx.function_trees[key]
 
 
 #: how many assignments deep a name is followed back into the expression that reads it
