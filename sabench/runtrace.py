@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sabench.sandbox.pyenv import SITE_TARGET
+
 log = logging.getLogger("sabench.runtrace")
 
 #: The run's trace, kept by the host beside its executed copy (never inside it).
 TRACE_FILE = "trace.json"
 #: The record's format: 2 is the channel's (1 was files the run wrote itself).
 TRACE_VERSION = 2
-#: Where the site folder appears inside a sandbox (the local backend uses its host path).
-SITE_TARGET = "/opt/sabench-site"
 #: Where the channel's folder (its socket) appears inside a sandbox.
 CHANNEL_TARGET = "/opt/sabench-channel"
 CHANNEL_SOCKET = "trace.sock"

@@ -137,21 +137,23 @@ def test_a_run_reporting_a_result_no_code_computed_is_fabricated_on_every_claim(
     assert cap_by_record(list(made), {"status": "ok"}, honest, saus) == made
 
 
+@pytest.mark.parametrize(
+    ("command", "entry"),
+    [("PYTHONPATH=src python3 -m pkg", "src/pkg/__main__.py"), ("python3 -I main.py", "main.py")],
+)
 def test_a_run_that_sets_its_own_pythonpath_or_isolates_python_is_still_traced(
-    bwrap_ok: None, sandbox_env: Path, tmp_path: Path
+    bwrap_ok: None, sandbox_env: Path, tmp_path: Path, command: str, entry: str
 ) -> None:
-    """``PYTHONPATH=src python3 -m pkg`` replaces the variable that arms the trace, and ``-I``
-    ignores it: the sandbox env's ``.pth`` arms it anyway, so honest code keeps its record."""
+    """``PYTHONPATH=src`` replaces the variable that arms the trace, and ``-I`` ignores it: the
+    sandbox env's ``.pth`` arms it anyway, so honest code keeps its record."""
     main = FIT + "import json\njson.dump({'mse': mse}, open('results.json', 'w'))\n"
-    files = {
-        "reproduce.sh": "PYTHONPATH=src python3 -m pkg\npython3 -I -c 'print(1)'\n",
-        "src/pkg/__init__.py": "",
-        "src/pkg/__main__.py": main,
-    }
+    files = {"reproduce.sh": f"set -eu\n{command}\n", entry: main}
+    if entry.startswith("src/"):
+        files["src/pkg/__init__.py"] = ""
     record = _execute(tmp_path, sandbox_env, files, reseed=False)
     assert record["status"] == "ok", record.get("message")
     seen = with_lines(record, tmp_path / "run" / "executed")
-    assert seen is not None and 12 in seen["lines_run"]["src/pkg/__main__.py"]
+    assert seen is not None and 12 in seen["lines_run"][entry]
 
 
 def test_the_record_names_the_files_the_run_opened(

@@ -185,6 +185,7 @@ def run_check(
     The sandbox is the real run's (same environment, no paper, no check on disk)."""
     from sabench.execute import arm_trace, fresh_copy
     from sabench.sandbox import SandboxSpec, get_backend
+    from sabench.sandbox.pyenv import TRACE_PTH_VARIABLE
 
     lim = {**DEFAULT_LIMITS, **(limits or {})}
     syntax = check_syntax(check_text)
@@ -221,7 +222,7 @@ def run_check(
                 command=["python", "-I", "-B", "-u", f"{SUBMISSION}/{RUNNER_FILE}", SUBMISSION],
                 workdir=work,
                 ro_mounts=mounts,
-                env=env,
+                env={**env, TRACE_PTH_VARIABLE: "off"},
                 time_limit_s=float(lim["time_limit_s"]),
                 mem_mb=int(lim["mem_mb"]),
                 pids=int(lim["pids"]),

@@ -112,7 +112,8 @@ def start_child():
         [sys.executable, "-c", CHILD_SOURCE, str(to_child), str(from_child), SUBMISSION,
          json.dumps(RUN_ARGV), WORKERS],
         stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, pass_fds=(to_child, from_child),
-        cwd=SUBMISSION, env=dict(os.environ), close_fds=True)
+        cwd=SUBMISSION, env={k: v for k, v in os.environ.items() if k != "SABENCH_TRACE_PTH"},
+        close_fds=True)  # the runner's own variable (sandbox/pyenv.py) is not the run's
     for fd in (to_child, from_child, log_w):
         os.close(fd)
     thread = threading.Thread(target=relay, args=(log_r,), daemon=True)

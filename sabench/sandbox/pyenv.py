@@ -25,6 +25,21 @@ from pathlib import Path
 from sabench.steps import ArgumentParser, command
 
 STAMP = ".sabench-requirements.sha256"
+#: Where an execution sandbox shows the trace's site folder (its ``sitecustomize.py``).
+SITE_TARGET = "/opt/sabench-site"
+#: A ``.pth`` file in the env's site-packages that puts that folder first on ``sys.path`` wherever
+#: it is mounted, so the trace loads in every Python process of the env even when the code under
+#: test sets its own ``PYTHONPATH`` (``PYTHONPATH=src python3 -m pkg``) or runs ``python3 -I``:
+#: Python reads ``.pth`` files before it imports ``sitecustomize`` (only ``-S`` skips both).
+TRACE_PTH = "sabench_trace.pth"
+#: Set to ``off`` in the environment of a check's runner, which must not load the trace (its
+#: child and the code under test still get it through ``PYTHONPATH``).
+TRACE_PTH_VARIABLE = "SABENCH_TRACE_PTH"
+_TRACE_PTH_LINE = (
+    f"import sys, os; {SITE_TARGET!r} in sys.path or not os.path.isfile("
+    f"{SITE_TARGET + '/sitecustomize.py'!r}) or os.environ.get({TRACE_PTH_VARIABLE!r}) == 'off' "
+    f"or sys.path.insert(0, {SITE_TARGET!r})\n"
+)
 #: An interpreter to build the sandbox env from, instead of the one found (a path).
 PYTHON_VARIABLE = "SABENCH_SANDBOX_PYTHON"
 #: The oldest Python whose ``sys.monitoring`` the trace uses.
@@ -84,7 +99,7 @@ def ensure_sandbox_env(path: Path | str, requirements: Path | str, *, timeout_s:
     digest = hashlib.sha256(requirements.read_bytes()).hexdigest()
     stamp = path / STAMP
     if stamp.is_file() and stamp.read_text().strip() == digest and (path / "bin/python").exists():
-        return path
+        return _with_trace_hook(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # The lock lives outside the tree (not a stray file in the repo), one per env path.
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
@@ -107,6 +122,16 @@ def ensure_sandbox_env(path: Path | str, requirements: Path | str, *, timeout_s:
                 f"pip install -r {requirements} failed: {done.stderr.strip()[-2000:]}"
             )
         stamp.write_text(digest + "\n")
+    return _with_trace_hook(path)
+
+
+def _with_trace_hook(path: Path) -> Path:
+    """``path`` with :data:`TRACE_PTH` in its site-packages (written when missing or stale: an
+    env built before it gets it without a rebuild)."""
+    for site_packages in glob.glob(str(path / "lib" / "python3*" / "site-packages")):
+        target = Path(site_packages) / TRACE_PTH
+        if not target.is_file() or target.read_text() != _TRACE_PTH_LINE:
+            target.write_text(_TRACE_PTH_LINE)
     return path
 
 
