@@ -192,7 +192,9 @@ def test_mini_swe_agent_spends_its_budget_and_keeps_what_it_wrote(
     assert not (out / "submission" / ".sabench-agent").exists()
     assert server.count == 2 and record["gateway"]["refused_budget"] >= 1
     assert record["transcript"] == "agent-transcript.json"
-    roles = [json.loads(line).get("role") for line in open(out / "transcript.jsonl")]
+    roles = [
+        json.loads(line).get("role") for line in (out / "transcript.jsonl").read_text().splitlines()
+    ]
     assert roles[:3] == ["system", "user", "assistant"]
     task = server.bodies()[0]["messages"][1]["content"]
     assert "Reproduce the paper in /paper" in str(task)  # the preset's task reached the model
@@ -239,8 +241,10 @@ def test_mini_swe_agent_through_the_gateway_is_executed_and_judged(
     lr = judgments[judgments.sau_id == "ridge-gd-D1-001"]
     assert set(lr.verdict) == {"aligned"}, lr.reasoning.tolist()
     run = results / "runs" / "mini" / "ridge-gd" / "0"
-    assert sorted(p.name for p in (run / "submission").iterdir()) == ["main.py", "reproduce.sh"]
-    events = [json.loads(line) for line in open(run / "transcript.jsonl")]
+    files = {p.name for p in (run / "submission").iterdir()}
+    assert {"main.py", "reproduce.sh", "results.json"} <= files  # what its session wrote and ran
+    assert ".sabench-agent" not in files  # its trajectory is in the run folder, not its code
+    events = [json.loads(line) for line in (run / "transcript.jsonl").read_text().splitlines()]
     assert events[-1]["role"] == "exit" and "COMPLETE_TASK" in json.dumps(events[-2])
     for path in results.rglob("*"):
         if path.is_file() and path.suffix in {".json", ".jsonl", ".log", ".parquet", ".md"}:
