@@ -249,3 +249,46 @@ def test_mini_swe_agent_through_the_gateway_is_executed_and_judged(
     for path in results.rglob("*"):
         if path.is_file() and path.suffix in {".json", ".jsonl", ".log", ".parquet", ".md"}:
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.docker
+def test_mini_swe_agent_from_its_image_under_docker(
+    docker_engine, server: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same preset under docker: its image (recipe:mini-swe-agent, built offline from the same
+    pins), no network but the gateway; the session's files are its submission."""
+    from sabench.sandbox.images import ensure_image
+
+    for name, value in docker_engine.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    try:
+        ensure_image(docker_engine.client, "mini-swe-agent")
+    except Exception as exc:  # no wheels for the image's Python, no base image
+        pytest.skip(f"cannot build mini-swe-agent's image: {exc}")
+    agent = load_agents(_agents_file(tmp_path, json.dumps({"mini": _mini(server, calls=20)})))
+    view = tmp_path / "agent_view"
+    view.mkdir()
+    shutil.copy(REPO / "resources" / "papers" / "ridge-gd" / "paper.md", view / "paper.md")
+    out = tmp_path / "results" / "runs" / "mini" / "ridge-gd" / "0"
+    record = run_agent(
+        "mini",
+        agent["mini"],
+        "ridge-gd",
+        "0",
+        out / "submission",
+        out / "agent.json",
+        REPO,
+        view,
+        {"backend": "docker"},
+    )
+    assert record["status"] == "submitted" and record["backend"] == "docker", record
+    assert server.count == len(SESSION) and record["gateway"]["calls"] == len(SESSION)
+    assert (out / "submission" / "main.py").read_text() == MAIN_PY
+    assert json.loads((out / "submission" / "results.json").read_text())["learning_rate"] == 0.05
+    assert not (out / "submission" / ".sabench-agent").exists()
+    events = [json.loads(line) for line in (out / "transcript.jsonl").read_text().splitlines()]
+    assert events[-1]["role"] == "exit"
+    for file in out.rglob("*"):
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
