@@ -41,7 +41,7 @@ def _bash(command: str) -> dict:
 
 
 #: The model's side of the session: mini-swe-agent's bash tool, one command a turn, then its
-#: submit command (minisweagent/environments/local.py: the first line of the output).
+#: submit command (mini-swe-agent ends when a command's output starts with that word).
 SESSION = [
     _bash("cat /paper/paper.md | head -n 5"),
     _bash(f"cat > main.py <<'EOF'\n{MAIN_PY}EOF"),
