@@ -1,8 +1,9 @@
 """Agent presets (sabench/agents/presets.yaml): one line of an agents file names an agent people run.
-mini-swe-agent runs for real: installed from its pinned requirements into its own env, in a bwrap
-sandbox with no network but the model gateway, against a scripted OpenAI-compatible server on
-loopback that plays a short session in which it writes a submission; through snakemake, the
-submission is then executed and judged as any other."""
+mini-swe-agent runs for real: installed from its pinned requirements into its own env (bwrap) or
+image (docker), with no network but the model gateway, against a scripted OpenAI-compatible server
+on loopback that plays a short session in which it writes a submission; through snakemake, the
+submission is then executed and judged as any other. Claude Code (npm) runs the same way under
+bwrap, speaking Anthropic's messages API to the gateway."""
 
 from __future__ import annotations
 
@@ -289,6 +290,77 @@ def test_mini_swe_agent_from_its_image_under_docker(
     assert not (out / "submission" / ".sabench-agent").exists()
     events = [json.loads(line) for line in (out / "transcript.jsonl").read_text().splitlines()]
     assert events[-1]["role"] == "exit"
+    for file in out.rglob("*"):
+        if file.is_file():
+            assert SECRET.encode() not in file.read_bytes(), file
+
+
+def _tool(name: str, call_id: str, **arguments: str) -> dict:
+    """A tool call with an id of its own (Claude Code keys its tool results by id)."""
+    return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
+
+
+@pytest.mark.bwrap
+def test_claude_code_through_the_gateway_under_bwrap(
+    sandbox_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The npm preset: Claude Code's native binary, installed once from npm, shown read-only;
+    it speaks Anthropic's messages API to the gateway, which asks the scripted server; its
+    Bash tool writes the submission and its stream-json output is the transcript."""
+    from sabench.agents.presets import agent_npm_folder
+
+    runtime = _bwrap_runtime(sandbox_env)
+    agent = load_agents(_agents_file(tmp_path, "cc:\n  preset: claude-code\n  model: m\n"))["cc"]
+    try:
+        agent_npm_folder(agent, REPO)
+    except Exception as exc:  # no npm, no registry
+        pytest.skip(f"cannot install Claude Code: {exc}")
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    session = [
+        _tool("Bash", "toolu_1", command=f"cat > main.py <<'EOF'\n{MAIN_PY}EOF", description="w"),
+        _tool(
+            "Bash", "toolu_2", command="printf 'python3 main.py\\n' > reproduce.sh", description="w"
+        ),
+        {"content": "Done: main.py and reproduce.sh are written."},
+    ]
+
+    def turn(request: dict) -> dict:
+        if not request.get("tools"):  # a side request (a title, a summary)
+            return {"content": "reproduction"}
+        results = sum(1 for m in request.get("messages") or [] if m.get("role") == "tool")
+        return session[min(results, len(session) - 1)]
+
+    with ScriptedServer([turn]) as server:
+        agent.update(
+            model="openai/scripted", api_base=server.url, api_key_env=KEY_ENV, max_retries=0
+        )
+        agent.update(time_limit_s=240)
+        view = tmp_path / "agent_view"
+        view.mkdir()
+        shutil.copy(REPO / "resources" / "papers" / "ridge-gd" / "paper.md", view / "paper.md")
+        out = tmp_path / "results" / "runs" / "cc" / "ridge-gd" / "0"
+        record = run_agent(
+            "cc",
+            agent,
+            "ridge-gd",
+            "0",
+            out / "submission",
+            out / "agent.json",
+            REPO,
+            view,
+            runtime,
+        )
+        bodies = server.bodies()
+    assert record["status"] == "submitted", record
+    assert (out / "submission" / "main.py").read_text() == MAIN_PY
+    assert (out / "submission" / "reproduce.sh").read_text() == "python3 main.py\n"
+    assert not (out / "submission" / ".sabench-agent").exists()
+    assert "Reproduce the paper in /paper" in json.dumps(bodies[0]["messages"])
+    calls = pd.read_parquet(out / "gateway_calls.parquet")
+    assert set(calls["api"]) == {"anthropic.messages"} and (calls["outcome"] == "ok").all()
+    assert record["gateway"]["calls"] == len(calls) >= len(session)
+    events = (out / "transcript.jsonl").read_text()
+    assert "toolu_2" in events and "Done: main.py" in events
     for file in out.rglob("*"):
         if file.is_file():
             assert SECRET.encode() not in file.read_bytes(), file

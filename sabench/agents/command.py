@@ -163,6 +163,17 @@ def run_command(
             outcome.status, outcome.fault = "fault", "agent_setup"
             outcome.error = f"the agent's Python env could not be built: {exc}"[:500]
             return outcome
+    if agent.get("npm"):
+        from sabench.agents.presets import NPM_TARGET, agent_npm_folder
+
+        try:
+            folder = agent_npm_folder(agent, repo or Path.cwd())
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            outcome.status, outcome.fault = "fault", "agent_setup"
+            outcome.error = f"the agent's npm packages could not be installed: {exc}"[:500]
+            return outcome
+        shown = {"source": str(folder), "target": NPM_TARGET}
+        agent = {**agent, "mounts": [*agent.get("mounts", []), shown]}
     with contextlib.ExitStack() as stack:
         gateway = None
         if network == "gateway":

@@ -1,12 +1,13 @@
-"""Presets: the command agents people run (mini-swe-agent, ...), named in one line of an agents
-file (``preset: mini-swe-agent``) and expanded there into a full command agent.
+"""Presets: the command agents people run (mini-swe-agent, Claude Code), named in one line of an
+agents file (``preset: mini-swe-agent``) and expanded there into a full command agent.
 
 A preset is data (``presets.yaml`` beside this module, schema ``config/schema/presets.schema.yaml``):
-its command, its install recipe (pinned ``requirements`` for the bwrap venv, an ``image`` for the
-container backends), the variables that wire the model gateway into what the agent reads, where it
-writes its transcript, and ``network: gateway``. This module also does what such an agent needs at
-run time: its own Python env (:func:`agent_python_env`) and its transcript moved out of the
-submission into the run folder (:func:`capture_transcript`).
+its command, its install recipe (pinned ``requirements`` for the bwrap venv and an ``image`` for
+the container backends, or pinned ``npm`` packages shown read-only under every backend), the
+variables that wire the model gateway into what the agent reads, where it writes its transcript,
+and ``network: gateway``. This module also does what such an agent needs at run time: its own
+Python env (:func:`agent_python_env`), its npm packages (:func:`agent_npm_folder`) and its
+transcript moved out of the submission into the run folder (:func:`capture_transcript`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from sabench.errors import UserError
 PRESETS_FILE = Path(__file__).with_name("presets.yaml")
 #: Where the Python envs of agents with ``requirements`` are built (in the repository).
 AGENT_ENVS = ".venv-agents"
+#: Where an agent's npm packages are shown in its sandbox (read-only), and their stamp file.
+NPM_TARGET = "/opt/sabench-agent"
+NPM_STAMP = ".sabench-npm"
 #: The variable every preset's sandbox finds its task in.
 TASK_VARIABLE = "SABENCH_TASK"
 #: Largest transcript file taken out of a submission (a bigger one is left where it is).
@@ -88,6 +92,36 @@ def agent_python_env(agent: dict[str, Any], repo: Path, base_requirements: Path)
     if missing:
         raise RuntimeError(f"requirements file not found: {', '.join(missing)}")
     return ensure_sandbox_env(repo / AGENT_ENVS / files[-1].stem, files)
+
+
+def agent_npm_folder(agent: dict[str, Any], repo: Path, timeout_s: int = 900) -> Path:
+    """The agent's ``npm`` packages (pinned ``name@version``), installed once on the host into
+    ``repo/.venv-agents/npm-<hash>`` (shown read-only at :data:`NPM_TARGET`). Raises
+    ``RuntimeError`` when npm cannot install them."""
+    import fcntl
+    import hashlib
+    import subprocess
+    import tempfile
+
+    packages = [str(p) for p in agent["npm"]]
+    digest = hashlib.sha256("\n".join(packages).encode()).hexdigest()[:16]
+    folder = repo / AGENT_ENVS / f"npm-{digest}"
+    if (folder / NPM_STAMP).is_file():
+        return folder
+    if shutil.which("npm") is None:
+        raise RuntimeError(f"npm is not on this host's PATH (to install {' '.join(packages)})")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(Path(tempfile.gettempdir()) / f"sabench-npm-{digest}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (folder / NPM_STAMP).is_file():
+            return folder
+        shutil.rmtree(folder, ignore_errors=True)
+        argv = ["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", *packages]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode:
+            raise RuntimeError(f"npm install {' '.join(packages)} failed: {done.stderr[-1500:]}")
+        (folder / NPM_STAMP).write_text("\n".join(packages) + "\n")
+    return folder
 
 
 def _under(repo: Path, name: str) -> Path:
