@@ -90,7 +90,7 @@ def test_an_unknown_preset_is_one_line(tmp_path: Path) -> None:
 
     line = error("a:\n  kind: replay\n  path: x/{paper}\nb:\n  preset: mini-swe-agnet\n")
     assert "agents.yaml: line 5: b.preset: unknown preset 'mini-swe-agnet'" in line, line
-    assert "did you mean 'mini-swe-agent'" in line and "known: mini-swe-agent" in line
+    assert "did you mean 'mini-swe-agent'" in line and "known: claude-code, mini-swe-agent" in line
     assert "sabench/agents/presets.yaml" in line and "\n" not in line
     line = error("b:\n  preset: mini-swe-agent\n  kind: basic\n  model: m\n")
     assert "b.kind" in line and "a preset is a command agent" in line
