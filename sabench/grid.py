@@ -348,6 +348,10 @@ def replay_template(agent: dict[str, Any]) -> str:
     return str(agent.get("path", ""))
 
 
+#: Keys of a command agent's sandbox that no other kind has.
+COMMAND_ONLY_KEYS = ("mounts", "requirements", "set_env", "transcript")
+
+
 def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
     """Kinds this version runs, and a replay source that names the paper."""
     for name, agent in agents.items():
@@ -371,10 +375,11 @@ def check_agents(agents: dict[str, dict[str, Any]], path: str | Path) -> None:
                 path, f"{name}.model", f"a {agent['kind']} agent needs a model", where=(name,)
             )
         check_gateway(name, agent, path)
-        if agent.get("mounts") and agent["kind"] != "command":
-            raise UserError(
-                path, f"{name}.mounts", "only a command agent takes mounts", where=(name, "mounts")
-            )
+        for key in COMMAND_ONLY_KEYS:
+            if agent.get(key) and agent["kind"] != "command":
+                raise UserError(
+                    path, f"{name}.{key}", f"only a command agent takes {key}", where=(name, key)
+                )
         if agent["kind"] != "replay":
             continue
         if "archive" in agent and "path" in agent:
@@ -409,11 +414,15 @@ def check_mount_sources(agents: dict[str, dict[str, Any]], path: str | Path, rep
 
 
 def load_agents(path: Path) -> dict[str, dict[str, Any]]:
+    """The agents file, validated, its presets expanded into the command agents they name."""
+    from sabench.agents.presets import expand_preset
+
     data = _load_yaml(path, "agents file")
     if isinstance(data, dict) and None in data:
         raise UserError(path, "null", 'an agent named null must be quoted: "null":')
     try:
         validate(data, "agents.schema.yaml", path)
+        data = {name: expand_preset(name, agent, path) for name, agent in data.items()}
         check_agents(data, path)
     except UserError as exc:
         line = yaml_line(path.read_text(encoding="utf-8"), exc.where) if exc.where else None

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +54,10 @@ HOW_TO_BRING_CODE = (
 
 
 def agent_env(agent: dict[str, Any], seed: str, time_limit_s: float) -> dict[str, str]:
-    """Only what the config names; a named variable missing on the host is an error."""
+    """Only what the config names (``set_env``: values; ``env``: names read from the host); a
+    named variable missing on the host is an error."""
     env = {
+        **agent.get("set_env", {}),
         "SABENCH_PAPER": "/paper",
         "SABENCH_SUBMISSION": "/submission",
         "SABENCH_SEED": seed,
@@ -109,9 +112,11 @@ def setup_fault(
     )
 
 
-def image_fault(backend: Sandbox, image: str | None) -> str | None:
-    """An image the backend would not run (bwrap and local run the host's system), or None."""
-    if not image or backend.runs_images:
+def image_fault(backend: Sandbox, agent: dict[str, Any]) -> str | None:
+    """An image the backend would not run (bwrap and local run the host's system), or None; an
+    agent with ``requirements`` runs in its own Python env there instead."""
+    image = agent.get("image")
+    if not image or backend.runs_images or agent.get("requirements"):
         return None
     return (
         f"the agent's image {image} cannot run under the {backend.name} backend, which runs "
@@ -147,10 +152,28 @@ def run_command(
     runtime = resolve_runtime(runtime)
     backend = get_backend(runtime["backend"])
     outcome.extra.update(backend=backend.name, image=agent.get("image"))
-    unrunnable = image_fault(backend, agent.get("image"))
+    unrunnable = image_fault(backend, agent)
     if unrunnable:
         outcome.status, outcome.fault, outcome.error = "fault", "agent_setup", unrunnable
         return outcome
+    if agent.get("requirements") and backend.needs_python_env:
+        try:
+            runtime = {**runtime, "python_env": str(own_python_env(agent, repo or Path.cwd()))}
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            outcome.status, outcome.fault = "fault", "agent_setup"
+            outcome.error = f"the agent's Python env could not be built: {exc}"[:500]
+            return outcome
+    if agent.get("npm"):
+        from sabench.agents.presets import NPM_TARGET, agent_npm_folder
+
+        try:
+            folder = agent_npm_folder(agent, repo or Path.cwd())
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            outcome.status, outcome.fault = "fault", "agent_setup"
+            outcome.error = f"the agent's npm packages could not be installed: {exc}"[:500]
+            return outcome
+        shown = {"source": str(folder), "target": NPM_TARGET}
+        agent = {**agent, "mounts": [*agent.get("mounts", []), shown]}
     with contextlib.ExitStack() as stack:
         gateway = None
         if network == "gateway":
@@ -162,13 +185,15 @@ def run_command(
             except GatewayError as exc:
                 outcome.status, outcome.fault, outcome.error = "fault", "sandbox_error", str(exc)
                 return outcome
-        result = _run_in_sandbox(
+        result, transcript = _run_in_sandbox(
             agent, backend, argv, seed, view, submission, log_path, runtime, gpu_ids, repo, gateway
         )
         if gateway is not None:
             gateway.close()  # the sandbox is gone: no request is in flight
             gateway.write_record(log_path.parent)
             metered(outcome, gateway)
+    if agent.get("transcript"):
+        outcome.extra["transcript"] = transcript
     outcome.status = STATUS_OF.get(result.status, "error")
     outcome.steps = 1
     outcome.extra["exit_code"] = result.exit_code
@@ -198,8 +223,9 @@ def _run_in_sandbox(
     gpu_ids: list[str] | None,
     repo: Path | None,
     gateway: Any,
-) -> RunResult:
-    """The agent's command in its sandbox, behind the model gateway when it has one."""
+) -> tuple[RunResult, str | None]:
+    """The agent's command in its sandbox, behind the model gateway when it has one; and the name
+    of its transcript moved into the run folder (``transcript:``), if it wrote one."""
     time_limit = float(agent.get("time_limit_s", 3600))
     network = agent.get("network", "none")
     command = argv if backend.keeps_entrypoint else [*START, *argv]
@@ -212,6 +238,7 @@ def _run_in_sandbox(
         env.update(started.env)
         network = "none"  # the gateway's socket is the one way out
     env_path = runtime["python_env"]
+    transcript = None
     with atomic_path(submission, directory=True) as tmp:
         spec = SandboxSpec(
             command=command,
@@ -224,18 +251,30 @@ def _run_in_sandbox(
             output_limit_mb=int(runtime["output_limit_mb"]),
             network=network,
             gpus=gpu_ids or agent.get("gpus", 0),
-            image=agent.get("image"),
+            image=agent.get("image") if backend.runs_images else None,
             python_env=Path(env_path) if env_path and backend.needs_python_env else None,
             options=options,
         )
         result = backend.run(spec, log_path)
+        if agent.get("transcript"):  # the agent's, never part of its submission
+            from sabench.agents.presets import capture_transcript
+
+            transcript = capture_transcript(agent["transcript"], tmp, log_path.parent)
         if result.status == "ok" and not any(tmp.iterdir()):
             log.warning(
                 "agent command exited 0 but left /submission empty (seed %s; see %s)",
                 seed,
                 log_path,
             )
-    return result
+    return result, transcript
+
+
+def own_python_env(agent: dict[str, Any], repo: Path) -> Path:
+    """The Python env of an agent with ``requirements`` (bwrap): the sandbox's pins and its own."""
+    from sabench.agents.presets import agent_python_env
+    from sabench.sandbox.images import SANDBOX_REQUIREMENTS
+
+    return agent_python_env(agent, repo, SANDBOX_REQUIREMENTS)
 
 
 def metered(outcome: AgentOutcome, gateway: Any) -> None:

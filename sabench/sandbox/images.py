@@ -1,7 +1,9 @@
 """Sandbox images: defined in ``images/``, built locally, tagged by content hash, recorded by digest.
 
 Two recipes: ``python`` (``images/python/Dockerfile``: a Python base plus the pinned packages of
-``envs/sandbox.txt``) and ``cuda`` (``images/cuda/Dockerfile``: the same on a CUDA + PyTorch base).
+``envs/sandbox.txt``) and ``cuda`` (``images/cuda/Dockerfile``: the same on a CUDA + PyTorch base);
+and one per agent preset with pinned requirements (``recipe:mini-swe-agent``: ``python`` with
+them beside the sandbox's, :func:`recipe_named`).
 An image is tagged ``<repository>:<content hash>``, the hash covering the Dockerfile, the
 requirements, the base and the build arguments, so it is rebuilt exactly when one of them changes;
 a present tag costs one ``inspect``.
@@ -16,7 +18,7 @@ engine, podman) re-imports it in seconds.
 Everything cached lives under :func:`cache_dir` (``$SABENCH_IMAGE_CACHE``, default
 ``/var/cache/sabench-images`` as root, ``~/.cache/sabench-images`` otherwise), never in the repo.
 
-CLI: ``python -m sabench.sandbox.images {build,argv,digest} [python|cuda]``.
+CLI: ``python -m sabench.sandbox.images {build,argv,digest,tag} [python|cuda|<preset>]``.
 """
 
 from __future__ import annotations
@@ -102,6 +104,29 @@ RECIPES: dict[str, Recipe] = {
         venv_args="--system-site-packages",
     ),
 }
+
+
+def recipe_named(name: str) -> Recipe:
+    """One of :data:`RECIPES`, or an agent preset's (``recipe:mini-swe-agent``): the ``python``
+    recipe with the preset's pinned requirements beside the sandbox's."""
+    if name in RECIPES:
+        return RECIPES[name]
+    from dataclasses import replace
+
+    from sabench.agents.presets import load_presets
+
+    preset = load_presets()["presets"].get(name) or {}
+    if not preset.get("requirements"):
+        known = sorted(RECIPES) + sorted(
+            n for n, p in load_presets()["presets"].items() if p.get("requirements")
+        )
+        raise ImageError(f"unknown image recipe {name!r}; choose one of {known}")
+    return replace(
+        RECIPES["python"],
+        name=name,
+        repository=f"sabench/agent-{name}",
+        requirements=(SANDBOX_REQUIREMENTS, *(REPO / r for r in preset["requirements"])),
+    )
 
 
 @dataclass(frozen=True)
@@ -448,7 +473,7 @@ def ensure_image(
     base: str | None = None,
 ) -> ImageInfo:
     """The recipe's image, built when its content-hash tag is missing (one inspect when present)."""
-    recipe = RECIPES[recipe] if isinstance(recipe, str) else recipe
+    recipe = recipe_named(recipe) if isinstance(recipe, str) else recipe
     tag = image_tag(recipe, base)
     info = image_info(client, tag)
     if info is not None:
@@ -509,9 +534,7 @@ def resolve_image(
     the engine has or can pull."""
     if ref is None or ref.startswith("recipe:"):
         name = "python" if ref is None else ref.split(":", 1)[1]
-        if name not in RECIPES:
-            raise ImageError(f"unknown image recipe {name!r}; choose one of {sorted(RECIPES)}")
-        return ensure_image(client, name, cache=cache)
+        return ensure_image(client, recipe_named(name), cache=cache)
     info = image_info(client, ref)
     if info is not None:
         return info
@@ -525,14 +548,19 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = ArgumentParser(prog="python -m sabench.sandbox.images", description=__doc__)
     parser.add_argument("action", choices=["build", "argv", "digest", "tag"])
-    parser.add_argument("recipe", nargs="?", default="python", choices=sorted(RECIPES))
+    parser.add_argument(
+        "recipe", nargs="?", default="python", help="python, cuda or an agent preset's name"
+    )
     parser.add_argument(
         "--cache", help="default: $SABENCH_IMAGE_CACHE or /var/cache/sabench-images"
     )
     parser.add_argument("--engine", default="docker", help="for argv: docker or podman")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    recipe = RECIPES[args.recipe]
+    try:
+        recipe = recipe_named(args.recipe)
+    except ImageError as exc:
+        parser.error(str(exc))
     if args.action == "tag":
         print(image_tag(recipe))
         return 0

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from sabench.steps import ArgumentParser, command
@@ -93,10 +94,22 @@ def sandbox_base_python() -> str:
     return _host_python()
 
 
-def ensure_sandbox_env(path: Path | str, requirements: Path | str, *, timeout_s: int = 900) -> Path:
-    """Create or refresh the venv at ``path``; return it. Raises ``RuntimeError`` if pip fails."""
-    path, requirements = Path(path), Path(requirements)
-    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()
+def ensure_sandbox_env(
+    path: Path | str,
+    requirements: Path | str | Sequence[Path | str],
+    *,
+    timeout_s: int = 900,
+) -> Path:
+    """Create or refresh the venv at ``path`` from one requirements file or several (an agent's
+    env: the sandbox's pins and its own); return it. Raises ``RuntimeError`` if pip fails."""
+    path = Path(path)
+    files = (
+        [Path(requirements)]
+        if isinstance(requirements, str | Path)
+        else list(map(Path, requirements))
+    )
+    contents = [f.read_bytes() for f in files]
+    digest = hashlib.sha256(contents[0] if len(files) == 1 else b"\0".join(contents)).hexdigest()
     stamp = path / STAMP
     if stamp.is_file() and stamp.read_text().strip() == digest and (path / "bin/python").exists():
         return _with_trace_hook(path)
@@ -112,14 +125,21 @@ def ensure_sandbox_env(path: Path | str, requirements: Path | str, *, timeout_s:
         base = sandbox_base_python()
         subprocess.run([base, "-m", "venv", str(path)], check=True, timeout=120)
         done = subprocess.run(
-            [str(path / "bin/python"), "-m", "pip", "install", "-q", "-r", str(requirements)],
+            [
+                str(path / "bin/python"),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                *(arg for f in files for arg in ("-r", str(f))),
+            ],
             capture_output=True,
             text=True,
             timeout=timeout_s,
         )
         if done.returncode:
             raise RuntimeError(
-                f"pip install -r {requirements} failed: {done.stderr.strip()[-2000:]}"
+                f"pip install -r {' -r '.join(map(str, files))} failed: {done.stderr.strip()[-2000:]}"
             )
         stamp.write_text(digest + "\n")
     return _with_trace_hook(path)
