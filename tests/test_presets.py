@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from openai_server import ScriptedServer
+from system_packages import debian_binary
 
 from sabench.agents import run_agent
 from sabench.agents.presets import capture_transcript, load_presets
@@ -311,6 +312,7 @@ def test_claude_code_through_the_gateway_under_bwrap(
 
     runtime = _bwrap_runtime(sandbox_env)
     agent = load_agents(_agents_file(tmp_path, "cc:\n  preset: claude-code\n  model: m\n"))["cc"]
+    debian_binary(("npm",), "npm")  # installs it on a fresh machine, as make test runs as root
     try:
         agent_npm_folder(agent, REPO)
     except Exception as exc:  # no npm, no registry

@@ -10,7 +10,6 @@ import fcntl
 import json
 import os
 import select
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from urllib.parse import urljoin
 
 import pandas as pd
 import pytest
+from system_packages import debian_binary
 from test_report import QUOTE, rich_tree
 
 from sabench.report import make_report
@@ -33,27 +33,7 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Chromium's binary; apt-get installs Debian's package when missing and running as root."""
-    found = next(filter(None, map(shutil.which, BROWSERS)), None)
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip(
-            "headless Chromium is not installed and this is not root with apt-get: "
-            "apt-get install chromium"
-        )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    lock = ["-o", "DPkg::Lock::Timeout=600"]
-    for argv in (
-        ["apt-get", *lock, "update", "-qq"],
-        ["apt-get", *lock, "install", "-y", "-qq", "--no-install-recommends", "chromium"],
-    ):
-        done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
-        if done.returncode:
-            pytest.skip(f"{' '.join(argv)} failed: {done.stderr.strip()[-400:]}")
-    found = shutil.which("chromium")
-    if not found:
-        pytest.skip("apt-get installed chromium but it is not on PATH")
-    return found
+    return debian_binary(BROWSERS, "chromium")
 
 
 def browse(chromium: str, url: str, profile: Path, *action: str) -> tuple[str, list[str]]:
