@@ -371,6 +371,9 @@ def test_a_module_the_submission_lacks_stands_in_for_its_definitions(
     assert out.kind == "pass", (out.detail, out.tail)
     out = check("from main import nowhere", executed, runtime)
     assert out.kind == "missing", (out.detail, out.tail)
+    # a package the submission lacks, and its submodule (the import binds one on the other)
+    out = check("from mylib.model import gen\nassert gen(1) == 3", executed, runtime)
+    assert out.kind == "pass", (out.detail, out.tail)
 
 
 @pytest.mark.bwrap

@@ -405,7 +405,7 @@ class ProxyModule(types.ModuleType):
         return getattr(owner, name)
 
     def __setattr__(self, name, value):
-        if name.startswith("__") and name.endswith("__") or name.startswith("_sabench"):
+        if kept_here(name, value):
             return types.ModuleType.__setattr__(self, name, value)
         ref = self.__dict__.get("_sabench_ref")
         try:

@@ -71,3 +71,12 @@ def moved_to(module, name):
             module_name(f) == module for f, n in IMPORTED if n == name):
         return module
     return module_name(files[0]) if len(files) == 1 else module
+
+
+def kept_here(name, value):
+    """Whether setting ``name`` on a module of the submission stays in the check's own copy: the
+    module's dunder and sabench names, and a module standing in for one the submission lacks
+    (the import system binds ``esl.model`` on ``esl``: there is nothing in the child to set)."""
+    if name.startswith("__") and name.endswith("__") or name.startswith("_sabench"):
+        return True
+    return isinstance(value, types.ModuleType) and "_sabench_ref" not in value.__dict__
