@@ -18,7 +18,7 @@ MAX_LINES = 800
 LAYERS = (
     ("errors", "io", "contracts", "values", "faults", "stats", "steps", "grounding", "wording"),
     # what the Snakefile reads at parse time: the configuration, the judge registry, data layouts
-    ("grid", "twins", "judges.registry", "peer_data.layouts", "gateway.settings"),
+    ("grid", "twins", "judges.registry", "peer_data.layouts", "gateway.settings", "agents.presets"),
     ("sandbox", "llm", "cluster", "gateway"),
     (
         "index",

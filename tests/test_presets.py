@@ -21,7 +21,8 @@ from openai_server import ScriptedServer
 from system_packages import debian_binary
 
 from sabench.agents import run_agent
-from sabench.agents.presets import capture_transcript, load_presets
+from sabench.agents.presets import load_presets
+from sabench.agents.setup import capture_transcript
 from sabench.errors import UserError
 from sabench.grid import load_agents, validate
 
@@ -308,7 +309,7 @@ def test_claude_code_through_the_gateway_under_bwrap(
     """The npm preset: Claude Code's native binary, installed once from npm, shown read-only;
     it speaks Anthropic's messages API to the gateway, which asks the scripted server; its
     Bash tool writes the submission and its stream-json output is the transcript."""
-    from sabench.agents.presets import agent_npm_folder
+    from sabench.agents.setup import agent_npm_folder
 
     runtime = _bwrap_runtime(sandbox_env)
     agent = load_agents(_agents_file(tmp_path, "cc:\n  preset: claude-code\n  model: m\n"))["cc"]

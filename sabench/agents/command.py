@@ -164,7 +164,7 @@ def run_command(
             outcome.error = f"the agent's Python env could not be built: {exc}"[:500]
             return outcome
     if agent.get("npm"):
-        from sabench.agents.presets import NPM_TARGET, agent_npm_folder
+        from sabench.agents.setup import NPM_TARGET, agent_npm_folder
 
         try:
             folder = agent_npm_folder(agent, repo or Path.cwd())
@@ -257,7 +257,7 @@ def _run_in_sandbox(
         )
         result = backend.run(spec, log_path)
         if agent.get("transcript"):  # the agent's, never part of its submission
-            from sabench.agents.presets import capture_transcript
+            from sabench.agents.setup import capture_transcript
 
             transcript = capture_transcript(agent["transcript"], tmp, log_path.parent)
         if result.status == "ok" and not any(tmp.iterdir()):
@@ -271,7 +271,7 @@ def _run_in_sandbox(
 
 def own_python_env(agent: dict[str, Any], repo: Path) -> Path:
     """The Python env of an agent with ``requirements`` (bwrap): the sandbox's pins and its own."""
-    from sabench.agents.presets import agent_python_env
+    from sabench.agents.setup import agent_python_env
     from sabench.sandbox.images import SANDBOX_REQUIREMENTS
 
     return agent_python_env(agent, repo, SANDBOX_REQUIREMENTS)
