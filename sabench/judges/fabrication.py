@@ -376,10 +376,18 @@ def literal_writes(root: Path, declared: tuple[str, ...] = METRICS_FILES) -> lis
     once per state of the folder: each judge of a run, and the cap on the run, ask."""
     if not root.is_dir():
         return []
-    stamp = tuple(
-        (rel, st.st_mtime_ns, st.st_size) for path, rel in iter_files(root) for st in [path.stat()]
-    )
+    stamp = tuple((rel, *_stat(path)) for path, rel in iter_files(root))
     return list(_literal_writes(root, declared, stamp))
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    """A file's (mtime, size) as the folder holds it: a link is never followed (it may point out
+    of the submission, or nowhere)."""
+    try:
+        st = path.lstat()
+    except OSError:
+        return (0, -1)
+    return (st.st_mtime_ns, st.st_size)
 
 
 @lru_cache(maxsize=8)
