@@ -374,12 +374,7 @@ class LLMClient:
             attempts=attempts,
             key=key,
         )
-        self.usage.prompt_tokens += p_tok
-        self.usage.completion_tokens += c_tok
-        self.usage.cost_usd += cost
-        self.usage.unpriced += 0 if known else 1
-        if self.ledger is not None:
-            self.ledger.add(cost, self.settings.model, p_tok, c_tok)
+        self._spent(p_tok, c_tok, cost, known)
         if self.settings.cache:
             self.cache.put(
                 key,
@@ -397,6 +392,15 @@ class LLMClient:
                 },
             )
         return out
+
+    def _spent(self, p_tok: int, c_tok: int, cost: float, known: bool) -> None:
+        """A call's tokens and cost, on this client's usage and the grid's ledger."""
+        self.usage.prompt_tokens += p_tok
+        self.usage.completion_tokens += c_tok
+        self.usage.cost_usd += cost
+        self.usage.unpriced += 0 if known else 1
+        if self.ledger is not None:
+            self.ledger.add(cost, self.settings.model, p_tok, c_tok)
 
     async def forward(
         self, messages: list[dict[str, Any]], params: dict[str, Any]
@@ -417,12 +421,7 @@ class LLMClient:
         p_tok = int(getattr(usage, "prompt_tokens", 0) or 0)
         c_tok = int(getattr(usage, "completion_tokens", 0) or 0)
         cost, known = call_cost(self.settings.model, p_tok, c_tok, self.settings.prices)
-        self.usage.prompt_tokens += p_tok
-        self.usage.completion_tokens += c_tok
-        self.usage.cost_usd += cost
-        self.usage.unpriced += 0 if known else 1
-        if self.ledger is not None:
-            self.ledger.add(cost, self.settings.model, p_tok, c_tok)
+        self._spent(p_tok, c_tok, cost, known)
         done = Completion(None, [], p_tok, c_tok, cost, known, False, latency, attempts)
         return response, done
 
