@@ -226,14 +226,15 @@ def test_a_run_that_speaks_on_the_channel_is_untraced(
 def test_a_python_the_record_cannot_see_makes_the_run_untraced(
     sandbox_env: Path, bwrap_ok: None, tmp_path: Path
 ) -> None:
-    """``python -I`` ignores PYTHONPATH, so the trace's site never runs in it: the process that
-    started it says so, and what it computed is nowhere in the record."""
-    main = "import subprocess, sys\nsubprocess.run([sys.executable, '-I', 'work.py'], check=True)\n"
+    """``python -S`` skips both PYTHONPATH's sitecustomize and the sandbox env's ``.pth``, so the
+    trace's site never runs in it: the process that started it says so, and what it computed is
+    nowhere in the record. (``-I`` is traced: tests/test_record.py.)"""
+    main = "import subprocess, sys\nsubprocess.run([sys.executable, '-S', 'work.py'], check=True)\n"
     files = {"work.py": WORK, "main.py": main}
     record, executed = _execute(tmp_path, sandbox_env, files, "python main.py\n")
     assert record["status"] == "untraced", (record, _log(executed))
     assert "started a Python that sent no trace" in record["message"]
-    assert "-I" in record["message"]
+    assert "-S" in record["message"]
 
 
 TRAIN = """import numpy as np
