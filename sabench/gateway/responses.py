@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from sabench.gateway.wire import dumps
+from sabench.gateway.wire import dumps, text_of
 
 #: Responses parameters with a chat completions counterpart (the others are dropped).
 PARAMS = {
@@ -20,16 +20,6 @@ PARAMS = {
     "tool_choice": "tool_choice",
     "parallel_tool_calls": "parallel_tool_calls",
 }
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(
-        str(part.get("text", ""))
-        for part in content or []
-        if isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text")
-    )
 
 
 def _messages(items: Any) -> list[dict[str, Any]]:
@@ -42,7 +32,7 @@ def _messages(items: Any) -> list[dict[str, Any]]:
         kind = item.get("type", "message")
         if kind == "message":
             role = "system" if item.get("role") == "developer" else item.get("role", "user")
-            messages.append({"role": role, "content": _text(item.get("content"))})
+            messages.append({"role": role, "content": text_of(item.get("content"))})
         elif kind == "function_call":
             call = {
                 "id": item.get("call_id"),

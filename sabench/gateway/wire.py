@@ -74,13 +74,15 @@ def completion_events(data: dict[str, Any]) -> Iterator[bytes]:
 # --------------------------------------------------------------------------- Anthropic messages
 
 
-def _text(content: Any) -> str:
+def text_of(content: Any) -> str:
+    """A message's text: a string, or the text parts of a list of content blocks (Anthropic's
+    ``text``, the Responses API's ``input_text`` and ``output_text``)."""
     if isinstance(content, str):
         return content
     return "".join(
         str(b.get("text", ""))
         for b in content or []
-        if isinstance(b, dict) and b.get("type") == "text"
+        if isinstance(b, dict) and b.get("type") in ("text", "input_text", "output_text")
     )
 
 
@@ -88,7 +90,7 @@ def anthropic_request(body: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[
     """An Anthropic messages request as chat messages and chat parameters."""
     messages: list[dict[str, Any]] = []
     if body.get("system"):
-        messages.append({"role": "system", "content": _text(body["system"])})
+        messages.append({"role": "system", "content": text_of(body["system"])})
     for message in body.get("messages") or []:
         content = message.get("content")
         if isinstance(content, str):
@@ -101,7 +103,7 @@ def anthropic_request(body: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[
                     {
                         "role": "tool",
                         "tool_call_id": block.get("tool_use_id"),
-                        "content": _text(block.get("content")),
+                        "content": text_of(block.get("content")),
                     }
                 )
         calls = [
@@ -113,7 +115,7 @@ def anthropic_request(body: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[
             for b in blocks
             if b.get("type") == "tool_use"
         ]
-        text = _text(blocks)
+        text = text_of(blocks)
         if text or calls:
             entry: dict[str, Any] = {"role": message.get("role"), "content": text or None}
             if calls:
